@@ -1,0 +1,55 @@
+"""mpirep: MPI-backed, Horovod-style data-parallel training.
+
+``import mpirep`` loads nothing native; MPI starts with :func:`init`. The reduction ops
+(``mpirep.Sum``, ``Average``, ``Min``, ``Max``, ``Product``) are the core's own codes, looked up
+on first use.
+"""
+
+from mpirep.collectives import (
+    Handle,
+    allgather,
+    allgather_async,
+    allreduce,
+    allreduce_async,
+    alltoall,
+    alltoall_async,
+    barrier,
+    broadcast,
+    broadcast_async,
+    grouped_allreduce,
+    grouped_allreduce_async,
+    poll,
+    reducescatter,
+    reducescatter_async,
+    synchronize,
+)
+from mpirep.errors import (
+    InvalidArgumentError,
+    MismatchError,
+    MpirepError,
+    NotInitializedError,
+    ShutdownError,
+    UnsupportedError,
+)
+from mpirep.session import (
+    config,
+    cross_rank,
+    cross_size,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    rank,
+    shutdown,
+    size,
+)
+
+_REDUCE_OP_NAMES = ("Average", "Sum", "Min", "Max", "Product")
+
+
+def __getattr__(name):
+    if name in _REDUCE_OP_NAMES:
+        from mpirep.collectives import reduce_op
+
+        return reduce_op(name)
+    raise AttributeError(f"module 'mpirep' has no attribute {name!r}")

@@ -1,0 +1,235 @@
+"""Collectives on numpy arrays, blocking and asynchronous.
+
+Every function submits the array to the core's background thread and returns at once (the
+``*_async`` forms) or after waiting for the result. Results are new arrays; inputs are only read.
+An unnamed operation gets a name from a per-collective counter, so ranks must issue unnamed
+operations in the same order; named operations may be issued in any order.
+"""
+
+import itertools
+
+import numpy as np
+
+from mpirep import session
+from mpirep._native import core
+from mpirep.errors import InvalidArgumentError, UnsupportedError, raise_for_status
+
+
+def reduce_op(name):
+    """The core's code for a reduction op name (``"Sum"``, ``"Average"``, ...)."""
+    return core().REDUCE_OPS[name]
+
+
+class Handle:
+    """An operation in flight; pass it to :func:`poll` or :func:`synchronize`."""
+
+    __slots__ = ("_native", "_finish", "name")
+
+    def __init__(self, native, finish, name):
+        self._native = native
+        self._finish = finish
+        self.name = name
+
+
+# Handles not yet synchronized. Holding them keeps each input array alive (the core reads it in
+# place) even when the caller drops the handle; finished ones are swept out as the set grows.
+_pending = {}
+_sweep_at = 64
+
+
+def _track(handle):
+    global _sweep_at
+    _pending[id(handle)] = handle
+    if len(_pending) >= _sweep_at:
+        for key in [k for k, h in _pending.items() if h._native.poll()]:
+            del _pending[key]
+        _sweep_at = max(64, 2 * len(_pending))
+
+
+def poll(handle):
+    """Whether the operation has finished (successfully or not); never blocks."""
+    return handle._native.poll()
+
+
+def synchronize(handle):
+    """Waits for the operation and returns its result, or raises its error."""
+    _pending.pop(id(handle), None)
+    status, message = handle._native.wait()
+    if status != 0:
+        raise_for_status(status, message)
+    return handle._finish(handle._native)
+
+
+_counters = {}
+
+
+def _auto_name(collective, name):
+    if name is not None:
+        return str(name)
+    counter = _counters.setdefault(collective, itertools.count())
+    return f"{collective}.noname.{next(counter)}"
+
+
+def _as_input(x):
+    array = np.asarray(x)
+    if array.dtype.name not in core().DTYPES:
+        supported = ", ".join(core().DTYPES)
+        raise UnsupportedError(
+            f"rank {session.rank()}: dtype {array.dtype} is not supported (supported: {supported})"
+        )
+    return np.ascontiguousarray(array).reshape(array.shape)
+
+
+def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=()):
+    session._require_init()
+    array = _as_input(x)
+    native = core()
+    name = _auto_name(collective, name)
+    if op not in native.REDUCE_OPS:
+        raise InvalidArgumentError(f"rank {session.rank()}: unknown reduction op {op!r}")
+    handle_native = native.submit(
+        collective=native.COLLECTIVES[collective],
+        name=name,
+        dtype=native.DTYPES[array.dtype.name],
+        input=array.reshape(-1).view(np.uint8),
+        shape=list(array.shape),
+        reduce_op=native.REDUCE_OPS[op],
+        root_rank=int(root_rank),
+        prescale=float(prescale),
+        postscale=float(postscale),
+        splits=[int(s) for s in splits],
+    )
+    return array.dtype, name, handle_native
+
+
+def _array_result(dtype):
+    def finish(native):
+        flat, shape = native.take_output()
+        return flat.view(dtype).reshape(shape)
+
+    return finish
+
+
+def _async(collective, x, name, **kwargs):
+    dtype, name, native = _submit(collective, x, name, **kwargs)
+    handle = Handle(native, _array_result(dtype), name)
+    _track(handle)
+    return handle
+
+
+def _op_name(op):
+    """Accepts the op constants (``mpirep.Sum``) and their names."""
+    if isinstance(op, str):
+        return op
+    for name, code in core().REDUCE_OPS.items():
+        if code == op:
+            return name
+    raise InvalidArgumentError(f"rank {session.rank()}: unknown reduction op {op!r}")
+
+
+def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Starts reducing ``x`` over all ranks; every rank gets the result. ``op`` defaults to
+    Average (integer average is the floor of the mean). ``prescale_factor`` multiplies each
+    input before the reduction, ``postscale_factor`` the result."""
+    return _async("allreduce", x, name, op=_op_name(op if op is not None else "Average"),
+                  prescale=prescale_factor, postscale=postscale_factor)
+
+
+def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    return synchronize(allreduce_async(x, op, name, prescale_factor, postscale_factor))
+
+
+def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Starts allreduces of every array in ``xs`` together (they fuse into as few ring passes as
+    the fusion threshold allows). Returns one handle for the list."""
+    base = _auto_name("grouped_allreduce", name)
+    handles = [allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor)
+               for i, x in enumerate(xs)]
+    group = Handle(_GroupNative(handles), lambda native: [synchronize(h) for h in native.handles], base)
+    _track(group)
+    return group
+
+
+class _GroupNative:
+    """Looks like a core handle to poll/synchronize; finishes when all members have."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def poll(self):
+        return all(h._native.poll() for h in self.handles)
+
+    def wait(self):
+        return 0, ""
+
+
+def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    return synchronize(grouped_allreduce_async(xs, op, name, prescale_factor, postscale_factor))
+
+
+def allgather_async(x, name=None):
+    """Starts concatenating every rank's ``x`` along the first dimension, in rank order. The
+    first dimension may differ between ranks; the others must match."""
+    return _async("allgather", x, name)
+
+
+def allgather(x, name=None):
+    return synchronize(allgather_async(x, name))
+
+
+def broadcast_async(x, root_rank, name=None):
+    """Starts sending ``root_rank``'s ``x`` to every rank (all ranks pass the same shape)."""
+    return _async("broadcast", x, name, root_rank=root_rank)
+
+
+def broadcast(x, root_rank, name=None):
+    return synchronize(broadcast_async(x, root_rank, name))
+
+
+def reducescatter_async(x, op=None, name=None):
+    """Starts reducing ``x`` over all ranks and giving each rank a block of rows of the result:
+    rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
+    row more than the others."""
+    return _async("reducescatter", x, name, op=_op_name(op if op is not None else "Average"))
+
+
+def reducescatter(x, op=None, name=None):
+    return synchronize(reducescatter_async(x, op, name))
+
+
+def alltoall_async(x, splits=None, name=None):
+    """Starts sending ``splits[i]`` consecutive rows of ``x`` to rank i and receiving what
+    every rank sends here, concatenated in rank order. Without splits, the first dimension is
+    divided evenly. The result is the array, or ``(array, received_splits)`` when splits were
+    given."""
+    array = np.asarray(x)
+    size = session.size()
+    if splits is None:
+        if array.ndim == 0 or array.shape[0] % size:
+            raise InvalidArgumentError(
+                f"rank {session.rank()}: alltoall without splits needs a first dimension "
+                f"divisible by the number of ranks ({size}), got shape {array.shape}"
+            )
+        split_list = [array.shape[0] // size] * size
+    else:
+        split_list = [int(s) for s in np.asarray(splits).reshape(-1)]
+    dtype, name, native = _submit("alltoall", array, name, splits=split_list)
+    as_array = _array_result(dtype)
+    if splits is None:
+        finish = as_array
+    else:
+        def finish(n):
+            return as_array(n), np.asarray(n.received_splits(), dtype=np.int64)
+    handle = Handle(native, finish, name)
+    _track(handle)
+    return handle
+
+
+def alltoall(x, splits=None, name=None):
+    return synchronize(alltoall_async(x, splits, name))
+
+
+def barrier():
+    """Returns once every rank has called barrier."""
+    _, name, native = _submit("barrier", np.zeros(0, np.uint8), None)
+    synchronize(Handle(native, lambda _: None, name))

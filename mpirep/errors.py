@@ -1,0 +1,51 @@
+"""Exceptions raised by mpirep, and the mapping from the core's status codes to them."""
+
+
+class MpirepError(RuntimeError):
+    """Base class of every error mpirep raises."""
+
+
+class MismatchError(MpirepError):
+    """Ranks disagreed about a tensor (shape, dtype, op, root, scale factors or collective).
+
+    Raised with the same message on every rank that submitted the tensor."""
+
+
+class InvalidArgumentError(MpirepError, ValueError):
+    """Bad input that this rank alone can see: a root out of range, bad splits, a reused name."""
+
+
+class UnsupportedError(MpirepError, TypeError):
+    """A valid request the core cannot carry out, such as an unsupported dtype."""
+
+
+class NotInitializedError(MpirepError, ValueError):
+    """mpirep was used before init() or after shutdown()."""
+
+
+class ShutdownError(MpirepError):
+    """The operation could not run because mpirep, or another rank, shut down."""
+
+
+def _exception_classes():
+    from mpirep import _core  # imported late: this module is also used before the core loads
+
+    by_name = {
+        "invalid_argument": InvalidArgumentError,
+        "mismatch": MismatchError,
+        "shut_down": ShutdownError,
+        "unsupported": UnsupportedError,
+        "internal": MpirepError,
+    }
+    return {code: by_name[name] for name, code in _core.STATUS.items() if name in by_name}
+
+
+_classes = None
+
+
+def raise_for_status(code, message):
+    """Raises the exception for a non-OK core status code."""
+    global _classes
+    if _classes is None:
+        _classes = _exception_classes()
+    raise _classes.get(code, MpirepError)(message)

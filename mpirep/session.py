@@ -1,0 +1,101 @@
+"""Starting and stopping mpirep, and where this process stands among the others."""
+
+import atexit
+
+from mpirep._native import core
+from mpirep.config import Config
+from mpirep.errors import NotInitializedError
+
+_config = None
+_topology = None
+_exit_hook_registered = False
+
+
+def init(comm=None, **settings):
+    """Starts mpirep on every rank of ``comm`` (default: ``MPI.COMM_WORLD``). Collective.
+
+    ``comm`` may be any mpi4py intracommunicator; mpirep works on its own duplicate of it.
+    ``settings`` override the environment, see :class:`mpirep.config.Config`. Calling init
+    again while initialised does nothing, as in Horovod.
+    """
+    global _config, _topology, _exit_hook_registered
+    native = core()
+    if native.is_initialized():
+        return
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    config = Config.load(**settings)
+    native.init(
+        comm.py2f(),
+        fusion_threshold_bytes=config.fusion_threshold,
+        cycle_time_ms=config.cycle_time_ms,
+        chunk_bytes=config.chunk_bytes,
+        stall_check_seconds=config.stall_check_time_seconds,
+        stall_shutdown_seconds=config.stall_shutdown_time_seconds,
+    )
+    _config = config
+    _topology = native.topology()
+    if not _exit_hook_registered:
+        atexit.register(shutdown)  # runs before mpi4py finalises MPI
+        _exit_hook_registered = True
+
+
+def shutdown():
+    """Stops mpirep. Collective: returns once every rank has called it; operations still
+    pending fail with :class:`mpirep.ShutdownError`. Safe to call when not initialised."""
+    global _topology
+    if _topology is None:
+        return
+    core().shutdown()
+    _topology = None
+
+
+def is_initialized():
+    return _topology is not None
+
+
+def config():
+    """The settings in force (those of the last init)."""
+    _require_init()
+    return _config
+
+
+def _require_init():
+    if _topology is None:
+        raise NotInitializedError("mpirep is not initialised: call mpirep.init() first")
+
+
+def _topology_value(key):
+    _require_init()
+    return _topology[key]
+
+
+def rank():
+    """This process's rank, 0..size()-1."""
+    return _topology_value("rank")
+
+
+def size():
+    """The number of ranks."""
+    return _topology_value("size")
+
+
+def local_rank():
+    """This process's rank among the ranks on its host."""
+    return _topology_value("local_rank")
+
+
+def local_size():
+    """The number of ranks on this host."""
+    return _topology_value("local_size")
+
+
+def cross_rank():
+    """This host's index among the hosts (the rank among ranks with the same local_rank)."""
+    return _topology_value("cross_rank")
+
+
+def cross_size():
+    """The number of ranks that share this process's local_rank (usually the host count)."""
+    return _topology_value("cross_size")

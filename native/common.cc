@@ -1,0 +1,70 @@
+#include "common.h"
+
+#include <sstream>
+
+namespace mpirep {
+
+size_t ElementSize(DataType dtype) {
+  switch (dtype) {
+#define MPIREP_SIZE_CASE(name, py, size) \
+  case DataType::name:                   \
+    return size;
+    MPIREP_DTYPES(MPIREP_SIZE_CASE)
+#undef MPIREP_SIZE_CASE
+  }
+  return 0;
+}
+
+const char* DataTypeName(DataType dtype) {
+  switch (dtype) {
+#define MPIREP_NAME_CASE(name, py, size) \
+  case DataType::name:                   \
+    return #py;
+    MPIREP_DTYPES(MPIREP_NAME_CASE)
+#undef MPIREP_NAME_CASE
+  }
+  return "unknown";
+}
+
+const char* ReduceOpName(ReduceOp op) {
+  switch (op) {
+#define MPIREP_NAME_CASE(name, py) \
+  case ReduceOp::name:             \
+    return #py;
+    MPIREP_REDUCE_OPS(MPIREP_NAME_CASE)
+#undef MPIREP_NAME_CASE
+  }
+  return "unknown";
+}
+
+const char* CollectiveName(Collective collective) {
+  switch (collective) {
+#define MPIREP_NAME_CASE(name, py) \
+  case Collective::name:           \
+    return #py;
+    MPIREP_COLLECTIVES(MPIREP_NAME_CASE)
+#undef MPIREP_NAME_CASE
+  }
+  return "unknown";
+}
+
+bool IsFloating(DataType dtype) {
+  return dtype == DataType::FLOAT16 || dtype == DataType::BFLOAT16 ||
+         dtype == DataType::FLOAT32 || dtype == DataType::FLOAT64;
+}
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeString(const Shape& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+}  // namespace mpirep

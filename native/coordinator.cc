@@ -1,0 +1,198 @@
+#include "coordinator.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace mpirep {
+namespace {
+
+std::string FormatDouble(double v) {
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  return out.str();
+}
+
+// "[2, 3] on ranks 0, 2; [3] on rank 1": every distinct value with the ranks that gave it.
+std::string ByRank(const std::vector<std::string>& values) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (int r = 0; r < static_cast<int>(values.size()); ++r) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == values[r]; });
+    if (it == groups.end()) {
+      groups.push_back({values[r], {r}});
+    } else {
+      it->second.push_back(r);
+    }
+  }
+  std::ostringstream out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    out << (g ? "; " : "") << groups[g].first << " on rank" << (groups[g].second.size() > 1 ? "s " : " ");
+    for (size_t i = 0; i < groups[g].second.size(); ++i) out << (i ? ", " : "") << groups[g].second[i];
+  }
+  return out.str();
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+// The dimensions ranks must agree on: all of them, except the first for collectives whose
+// first dimension may differ per rank.
+std::string ComparableShape(const Request& r) {
+  if (r.collective == Collective::ALLGATHER || r.collective == Collective::ALLTOALL) {
+    Shape rest(r.shape.begin() + std::min<size_t>(1, r.shape.size()), r.shape.end());
+    return "[*" + ShapeString(rest).substr(1) + " (rank " + std::to_string(r.shape.size()) + ")";
+  }
+  return ShapeString(r.shape);
+}
+
+}  // namespace
+
+Coordinator::Coordinator(int size) : size_(size), shut_down_(size, false) {}
+
+void Coordinator::Submit(const Request& request, Clock::time_point now) {
+  auto [it, inserted] = pending_.try_emplace(request.name);
+  Pending& p = it->second;
+  if (inserted) {
+    p.by_rank.resize(size_);
+    p.submitted.assign(size_, false);
+    p.first_seen = now;
+    p.last_warned = now;
+  }
+  p.by_rank[request.rank] = request;
+  p.submitted[request.rank] = true;
+  ++p.count;
+  std::vector<int> gone;
+  for (int r = 0; r < size_; ++r) {
+    if (shut_down_[r] && !p.submitted[r]) gone.push_back(r);
+  }
+  if (!gone.empty()) {
+    Fail(request.name, StatusCode::SHUT_DOWN,
+         "tensor '" + request.name + "' cannot run: rank" + (gone.size() > 1 ? "s " : " ") +
+             RankList(gone) + " already shut down");
+    return;
+  }
+  if (p.count == size_) {
+    Response decided = Decide(request.name, p);
+    decided.bytes = NumElements(request.shape) * static_cast<int64_t>(ElementSize(request.dtype));
+    ready_.push_back(std::move(decided));
+    pending_.erase(it);
+  }
+}
+
+Response Coordinator::Decide(const std::string& name, const Pending& p) const {
+  const Request& first = p.by_rank[0];
+  Response response;
+  response.collective = first.collective;
+  response.names = {name};
+  response.dtype = first.dtype;
+  response.op = first.op;
+  response.prescale = first.prescale;
+  response.postscale = first.postscale;
+
+  auto check = [&](const char* what, auto describe) -> bool {
+    std::vector<std::string> values;
+    for (const Request& r : p.by_rank) values.push_back(describe(r));
+    if (std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values[0]; })) {
+      return true;
+    }
+    response.kind = Response::Kind::ERROR;
+    response.error_code = StatusCode::MISMATCH;
+    response.error = std::string("mismatched ") + what + " for tensor '" + name + "': " + ByRank(values);
+    return false;
+  };
+  const Collective c = first.collective;
+  const bool reduces = c == Collective::ALLREDUCE || c == Collective::REDUCESCATTER;
+  bool ok = check("collective operations", [](const Request& r) { return std::string(CollectiveName(r.collective)); }) &&
+            check("data types", [](const Request& r) { return std::string(DataTypeName(r.dtype)); }) &&
+            check("shapes", ComparableShape);
+  if (ok && reduces) {
+    ok = check("reduction ops", [](const Request& r) { return std::string(ReduceOpName(r.op)); }) &&
+         check("prescale factors", [](const Request& r) { return FormatDouble(r.prescale); }) &&
+         check("postscale factors", [](const Request& r) { return FormatDouble(r.postscale); });
+  }
+  if (ok && c == Collective::BROADCAST) {
+    ok = check("root ranks", [](const Request& r) { return std::to_string(r.root); });
+  }
+  if (!ok) {
+    response.names = {name};
+    return response;
+  }
+  if (c == Collective::ALLGATHER) {
+    for (const Request& r : p.by_rank) response.rank_sizes.push_back(r.shape.empty() ? 0 : r.shape[0]);
+  }
+  if (c == Collective::ALLTOALL) {
+    for (const Request& r : p.by_rank) {
+      response.rank_sizes.insert(response.rank_sizes.end(), r.splits.begin(), r.splits.end());
+    }
+  }
+  return response;
+}
+
+void Coordinator::Fail(const std::string& name, StatusCode code, const std::string& why) {
+  Response response;
+  response.kind = Response::Kind::ERROR;
+  response.names = {name};
+  response.error_code = code;
+  response.error = why;
+  ready_.push_back(std::move(response));
+  pending_.erase(name);
+}
+
+void Coordinator::RankShutDown(int rank) {
+  shut_down_[rank] = true;
+  std::vector<std::string> doomed;
+  for (const auto& [name, p] : pending_) {
+    if (!p.submitted[rank]) doomed.push_back(name);
+  }
+  std::sort(doomed.begin(), doomed.end());  // a deterministic order, unlike the hash map's
+  for (const std::string& name : doomed) {
+    Fail(name, StatusCode::SHUT_DOWN,
+         "tensor '" + name + "' cannot run: rank " + std::to_string(rank) +
+             " shut down without submitting it");
+  }
+}
+
+bool Coordinator::AllShutDown() const {
+  return std::all_of(shut_down_.begin(), shut_down_.end(), [](bool b) { return b; });
+}
+
+std::vector<Response> Coordinator::TakeReady() {
+  std::vector<Response> out;
+  out.swap(ready_);
+  return out;
+}
+
+std::string Coordinator::MissingRanks(const Pending& p) const {
+  std::vector<int> have, missing;
+  for (int r = 0; r < size_; ++r) (p.submitted[r] ? have : missing).push_back(r);
+  return "submitted by rank" + std::string(have.size() > 1 ? "s " : " ") + RankList(have) +
+         "; missing rank" + (missing.size() > 1 ? "s " : " ") + RankList(missing);
+}
+
+std::vector<std::string> Coordinator::StallWarnings(Clock::time_point now, Clock::duration after) {
+  std::map<std::string, std::string> lines;  // sorted by name for a stable report
+  for (auto& [name, p] : pending_) {
+    if (now - p.last_warned >= after) {  // last_warned starts at first_seen
+      p.last_warned = now;
+      const Request& any = p.by_rank[std::find(p.submitted.begin(), p.submitted.end(), true) - p.submitted.begin()];
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - p.first_seen).count();
+      lines[name] = "tensor '" + name + "' (" + CollectiveName(any.collective) + ") waiting " +
+                    std::to_string(waited) + " s: " + MissingRanks(p);
+    }
+  }
+  std::vector<std::string> out;
+  for (auto& [name, line] : lines) out.push_back(std::move(line));
+  return out;
+}
+
+bool Coordinator::StalledLongerThan(Clock::time_point now, Clock::duration after) const {
+  return std::any_of(pending_.begin(), pending_.end(),
+                     [&](const auto& kv) { return now - kv.second.first_seen >= after; });
+}
+
+}  // namespace mpirep

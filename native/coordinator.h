@@ -1,0 +1,57 @@
+// Negotiation, as rank 0 runs it. Every rank sends rank 0 a Request for each tensor it submits;
+// a tensor becomes ready when every rank has submitted it. Rank 0 alone decides the order in
+// which ready tensors run and whether their requests agree, and sends that decision to all
+// ranks, so every rank runs the same collectives in the same order and a disagreement becomes
+// the same error everywhere. Pure bookkeeping: no MPI, no threads.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "message.h"
+
+namespace mpirep {
+
+class Coordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit Coordinator(int size);
+
+  void Submit(const Request& request, Clock::time_point now);
+  // `rank` will submit nothing more: tensors still waiting for it fail.
+  void RankShutDown(int rank);
+  bool AllShutDown() const;
+
+  // Tensors that became ready or failed since the last call, in the order that happened.
+  std::vector<Response> TakeReady();
+
+  // Human-readable lines about tensors some ranks have waited on for `after` or longer, each
+  // reported at most once per `after`.
+  std::vector<std::string> StallWarnings(Clock::time_point now, Clock::duration after);
+  // Whether some tensor has waited at least `after` for a rank.
+  bool StalledLongerThan(Clock::time_point now, Clock::duration after) const;
+  bool HasPending() const { return !pending_.empty(); }
+
+ private:
+  struct Pending {
+    std::vector<Request> by_rank;  // slot r is meaningful where submitted[r]
+    std::vector<bool> submitted;
+    int count = 0;
+    Clock::time_point first_seen;
+    Clock::time_point last_warned;
+  };
+
+  Response Decide(const std::string& name, const Pending& pending) const;
+  std::string MissingRanks(const Pending& pending) const;
+  void Fail(const std::string& name, StatusCode code, const std::string& why);
+
+  int size_;
+  std::unordered_map<std::string, Pending> pending_;
+  std::vector<Response> ready_;
+  std::vector<bool> shut_down_;
+};
+
+}  // namespace mpirep

@@ -1,0 +1,216 @@
+#include "executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "reduce.h"
+
+namespace mpirep {
+namespace {
+
+int64_t Bytes(const Operation& op) {
+  return NumElements(op.request.shape) * static_cast<int64_t>(ElementSize(op.request.dtype));
+}
+
+int64_t RowElements(const Shape& shape) {
+  return NumElements(Shape(shape.begin() + 1, shape.end()));
+}
+
+Shape WithFirstDim(const Shape& shape, int64_t first) {
+  Shape out = shape;
+  out[0] = first;
+  return out;
+}
+
+}  // namespace
+
+Executor::Executor(MPI_Comm data_comm, const Config& config)
+    : comm_(data_comm),
+      fusion_threshold_(config.fusion_threshold_bytes),
+      transport_(data_comm),
+      ring_(transport_, static_cast<size_t>(std::min<int64_t>(config.chunk_bytes, kMaxMessageBytes))) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+char* Executor::Scratch(std::vector<char>& buffer, size_t bytes) {
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
+
+void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
+  void* out = op.allocate(shape);
+  if (out) return out;
+  *status = Status::Error(StatusCode::INTERNAL, "rank " + std::to_string(rank_) +
+                                                    ": could not allocate the output of '" +
+                                                    op.request.name + "'");
+  const size_t bytes = NumElements(shape) * ElementSize(op.request.dtype);
+  return Scratch(spare_, std::max<size_t>(bytes, 1));
+}
+
+std::vector<Status> Executor::Run(const Response& response, const std::vector<Operation*>& ops,
+                                  std::vector<int64_t>* received_splits) {
+  switch (response.collective) {
+    case Collective::ALLREDUCE:
+      return Allreduce(response, ops);
+    case Collective::ALLGATHER:
+      return {Allgather(response, *ops[0])};
+    case Collective::BROADCAST:
+      return {Broadcast(*ops[0])};
+    case Collective::REDUCESCATTER:
+      return {Reducescatter(*ops[0])};
+    case Collective::ALLTOALL:
+      return {Alltoall(response, *ops[0], received_splits)};
+    case Collective::BARRIER:
+      return {Status::Ok()};  // agreeing that every rank arrived was the barrier
+  }
+  return {Status::Error(StatusCode::INTERNAL, "unknown collective")};
+}
+
+// Averaging divides once, on the owner of each segment, so every rank receives the same bits.
+Ring::FinishChunk Executor::Finisher(DataType dtype, ReduceOp op, double postscale) const {
+  const int n = size_;
+  if (op == ReduceOp::AVERAGE && !IsFloating(dtype)) {
+    return [=](void* data, int64_t count) {
+      FloorDivide(data, count, dtype, n);
+      if (postscale != 1.0) Scale(data, data, count, dtype, postscale);
+    };
+  }
+  const double factor = op == ReduceOp::AVERAGE ? postscale / n : postscale;
+  if (factor == 1.0) return [](void*, int64_t) {};
+  return [=](void* data, int64_t count) { Scale(data, data, count, dtype, factor); };
+}
+
+std::vector<Status> Executor::Allreduce(const Response& response, const std::vector<Operation*>& ops) {
+  const DataType dtype = response.dtype;
+  const size_t esize = ElementSize(dtype);
+  const Ring::FinishChunk finish = Finisher(dtype, response.op, response.postscale);
+  std::vector<Status> statuses(ops.size());
+
+  if (ops.size() == 1) {  // reduce straight from the input into the output: no packing
+    Operation& op = *ops[0];
+    const int64_t count = NumElements(op.request.shape);
+    void* out = Output(op, op.request.shape, &statuses[0]);
+    const void* in = op.input;
+    if (response.prescale != 1.0) {
+      Scale(out, in, count, dtype, response.prescale);
+      in = out;
+    }
+    ring_.Allreduce(in, out, count, dtype, response.op, finish);
+    return statuses;
+  }
+
+  int64_t total = 0;
+  for (const Operation* op : ops) total += Bytes(*op);
+  char* buffer = Scratch(fusion_buffer_, static_cast<size_t>(std::max<int64_t>(total, 1)));
+  int64_t offset = 0;
+  for (const Operation* op : ops) {
+    if (response.prescale != 1.0) {
+      Scale(buffer + offset, op->input, NumElements(op->request.shape), dtype, response.prescale);
+    } else {
+      std::memcpy(buffer + offset, op->input, Bytes(*op));
+    }
+    offset += Bytes(*op);
+  }
+  ring_.Allreduce(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, finish);
+  offset = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    void* out = Output(*ops[i], ops[i]->request.shape, &statuses[i]);
+    std::memcpy(out, buffer + offset, Bytes(*ops[i]));
+    offset += Bytes(*ops[i]);
+  }
+  return statuses;
+}
+
+Status Executor::Allgather(const Response& response, Operation& op) {
+  const Shape& shape = op.request.shape;
+  const int64_t row = RowElements(shape);
+  std::vector<int64_t> segments;
+  int64_t rows = 0, before = 0;
+  for (int r = 0; r < size_; ++r) {
+    segments.push_back(response.rank_sizes[r] * row);
+    if (r < rank_) before += response.rank_sizes[r];
+    rows += response.rank_sizes[r];
+  }
+  Status status;
+  const size_t esize = ElementSize(op.request.dtype);
+  char* out = static_cast<char*>(Output(op, WithFirstDim(shape, rows), &status));
+  std::memcpy(out + before * row * esize, op.input, Bytes(op));
+  ring_.Allgather(out, segments, esize);
+  return status;
+}
+
+Status Executor::Broadcast(Operation& op) {
+  Status status;
+  char* out = static_cast<char*>(Output(op, op.request.shape, &status));
+  const int64_t bytes = Bytes(op);
+  if (rank_ == op.request.root) std::memcpy(out, op.input, bytes);
+  for (int64_t done = 0; done < bytes; done += kMaxMessageBytes) {
+    const int piece = static_cast<int>(std::min<int64_t>(kMaxMessageBytes, bytes - done));
+    MPI_Request request;
+    MPI_Ibcast(out + done, piece, MPI_BYTE, op.request.root, comm_, &request);
+    WaitPolitely(&request, kDataPathMaxSleepMicros);
+  }
+  return status;
+}
+
+Status Executor::Reducescatter(Operation& op) {
+  const Request& req = op.request;
+  const int64_t row = RowElements(req.shape);
+  const size_t esize = ElementSize(req.dtype);
+  std::vector<int64_t> rows = EvenSegments(req.shape[0], size_);
+  std::vector<int64_t> segments;
+  int64_t before = 0;
+  for (int r = 0; r < size_; ++r) {
+    segments.push_back(rows[r] * row);
+    if (r < rank_) before += rows[r];
+  }
+  char* work = Scratch(fusion_buffer_, std::max<size_t>(Bytes(op), 1));
+  const void* in = op.input;
+  if (req.prescale != 1.0) {
+    Scale(work, in, NumElements(req.shape), req.dtype, req.prescale);
+    in = work;
+  }
+  ring_.ReduceScatter(in, work, segments, req.dtype, req.op, Finisher(req.dtype, req.op, req.postscale));
+  Status status;
+  void* out = Output(op, WithFirstDim(req.shape, rows[rank_]), &status);
+  std::memcpy(out, work + before * row * esize, rows[rank_] * row * esize);
+  return status;
+}
+
+// Pairwise exchange: at step k every rank sends to rank+k and receives from rank-k, so each
+// pair of ranks talks once and no rank waits on two peers at a time.
+Status Executor::Alltoall(const Response& response, Operation& op,
+                          std::vector<int64_t>* received_splits) {
+  const Request& req = op.request;
+  const int64_t row_bytes = RowElements(req.shape) * static_cast<int64_t>(ElementSize(req.dtype));
+  auto split = [&](int from, int to) { return response.rank_sizes[from * size_ + to]; };
+  std::vector<int64_t> send_offset(size_ + 1, 0), recv_offset(size_ + 1, 0);
+  received_splits->assign(size_, 0);
+  for (int r = 0; r < size_; ++r) {
+    send_offset[r + 1] = send_offset[r] + split(rank_, r) * row_bytes;
+    (*received_splits)[r] = split(r, rank_);
+    recv_offset[r + 1] = recv_offset[r] + split(r, rank_) * row_bytes;
+  }
+  Status status;
+  int64_t total_rows = 0;
+  for (int r = 0; r < size_; ++r) total_rows += split(r, rank_);
+  const Shape out_shape = WithFirstDim(req.shape, total_rows);
+  char* out = static_cast<char*>(Output(op, out_shape, &status));
+  const char* in = static_cast<const char*>(op.input);
+  std::memcpy(out + recv_offset[rank_], in + send_offset[rank_], send_offset[rank_ + 1] - send_offset[rank_]);
+  std::vector<Transport::Handle> pending;
+  for (int k = 1; k < size_; ++k) {
+    const int to = (rank_ + k) % size_, from = (rank_ - k + size_) % size_;
+    for (int64_t at = recv_offset[from]; at < recv_offset[from + 1]; at += kMaxMessageBytes) {
+      pending.push_back(transport_.Irecv(from, out + at, std::min<int64_t>(kMaxMessageBytes, recv_offset[from + 1] - at)));
+    }
+    for (int64_t at = send_offset[to]; at < send_offset[to + 1]; at += kMaxMessageBytes) {
+      pending.push_back(transport_.Isend(to, in + at, std::min<int64_t>(kMaxMessageBytes, send_offset[to + 1] - at)));
+    }
+  }
+  for (Transport::Handle h : pending) transport_.Wait(h);
+  return status;
+}
+
+}  // namespace mpirep

@@ -1,0 +1,31 @@
+#include "fusion.h"
+
+#include <map>
+#include <tuple>
+
+namespace mpirep {
+
+std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold) {
+  using Key = std::tuple<DataType, ReduceOp, double, double>;
+  std::vector<Response> batches;
+  std::map<Key, size_t> open;  // the batch still taking tensors, for each key
+  for (const Response& r : ready) {
+    if (r.kind != Response::Kind::EXECUTE || r.collective != Collective::ALLREDUCE) {
+      batches.push_back(r);
+      continue;
+    }
+    const Key key{r.dtype, r.op, r.prescale, r.postscale};
+    auto it = open.find(key);
+    if (it != open.end() && batches[it->second].bytes + r.bytes <= threshold) {
+      Response& batch = batches[it->second];
+      batch.names.insert(batch.names.end(), r.names.begin(), r.names.end());
+      batch.bytes += r.bytes;
+      continue;
+    }
+    batches.push_back(r);
+    open[key] = batches.size() - 1;
+  }
+  return batches;
+}
+
+}  // namespace mpirep

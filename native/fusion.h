@@ -1,0 +1,16 @@
+// Tensor fusion: which ready allreduces share one pass of the ring.
+#pragma once
+
+#include <vector>
+
+#include "message.h"
+
+namespace mpirep {
+
+// Merges ready allreduce responses that have the same dtype, op and scale factors into batches
+// of at most `threshold` bytes, each run as one ring pass over a packed buffer. Everything else
+// passes through. A batch takes the place of its first member, so the result is a pure function
+// of the input order and the same on every rank. A tensor larger than the threshold runs alone.
+std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold);
+
+}  // namespace mpirep

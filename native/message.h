@@ -1,0 +1,61 @@
+// What ranks tell the coordinator (requests) and what it tells them back (responses), and their
+// byte encoding for the control messages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+namespace mpirep {
+
+// One rank's description of one tensor it has submitted.
+struct Request {
+  int32_t rank = 0;
+  Collective collective = Collective::ALLREDUCE;
+  std::string name;
+  DataType dtype = DataType::FLOAT32;
+  Shape shape;
+  ReduceOp op = ReduceOp::SUM;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> splits;  // alltoall: rows sent to each rank
+};
+
+struct RequestList {
+  bool shutdown = false;  // the sender will submit nothing more
+  std::vector<Request> requests;
+};
+
+// A decision every rank carries out in the same order.
+struct Response {
+  enum class Kind : uint8_t { EXECUTE, ERROR, FINISH };
+  Kind kind = Kind::EXECUTE;
+  Collective collective = Collective::ALLREDUCE;
+  std::vector<std::string> names;  // several when fused, in buffer order
+  DataType dtype = DataType::FLOAT32;
+  ReduceOp op = ReduceOp::SUM;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  StatusCode error_code = StatusCode::OK;
+  std::string error;
+  // allgather: each rank's first dimension; alltoall: the size x size split matrix, row i being
+  // what rank i sends.
+  std::vector<int64_t> rank_sizes;
+  // Known to the coordinator only, never encoded: the bytes of all named tensors together,
+  // which the fusion planner needs.
+  int64_t bytes = 0;
+};
+
+struct ResponseList {
+  std::vector<Response> responses;
+};
+
+std::string Encode(const RequestList& list);
+std::string Encode(const ResponseList& list);
+// Throw std::runtime_error on malformed input.
+RequestList DecodeRequestList(const std::string& bytes);
+ResponseList DecodeResponseList(const std::string& bytes);
+
+}  // namespace mpirep

@@ -1,0 +1,44 @@
+#include "mpi_transport.h"
+
+#include <stdexcept>
+
+namespace mpirep {
+
+void WaitPolitely(MPI_Request* request, int64_t max_sleep_us) {
+  Backoff backoff(max_sleep_us);
+  int done = 0;
+  while (true) {
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    backoff.Pause();
+  }
+}
+
+MpiTransport::MpiTransport(MPI_Comm comm) : comm_(comm) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+Transport::Handle MpiTransport::Isend(int peer, const void* data, size_t bytes) {
+  if (bytes > kMaxMessageBytes) throw std::logic_error("mpirep: message larger than a chunk");
+  MPI_Request request;
+  MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &request);
+  pending_.emplace(next_handle_, request);
+  return next_handle_++;
+}
+
+Transport::Handle MpiTransport::Irecv(int peer, void* data, size_t bytes) {
+  if (bytes > kMaxMessageBytes) throw std::logic_error("mpirep: message larger than a chunk");
+  MPI_Request request;
+  MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &request);
+  pending_.emplace(next_handle_, request);
+  return next_handle_++;
+}
+
+void MpiTransport::Wait(Handle handle) {
+  auto it = pending_.find(handle);
+  WaitPolitely(&it->second, kDataPathMaxSleepMicros);
+  pending_.erase(it);
+}
+
+}  // namespace mpirep

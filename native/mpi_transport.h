@@ -1,0 +1,41 @@
+// The Transport the ring runs on in production: nonblocking MPI point-to-point on the core's own
+// duplicated communicator, waited for with Backoff so that a waiting rank does not spin a core.
+#pragma once
+
+#include <mpi.h>
+
+#include <unordered_map>
+
+#include "backoff.h"
+#include "transport.h"
+
+namespace mpirep {
+
+class MpiTransport : public Transport {
+ public:
+  explicit MpiTransport(MPI_Comm comm);
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Handle Isend(int peer, const void* data, size_t bytes) override;
+  Handle Irecv(int peer, void* data, size_t bytes) override;
+  void Wait(Handle handle) override;
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  Handle next_handle_ = 0;
+  std::unordered_map<Handle, MPI_Request> pending_;
+};
+
+// Waits for one MPI request, polling with Backoff. Transfers in flight during a collective end
+// within microseconds, so the data path caps its sleeps low; waits for other ranks to arrive
+// may take long and can afford a higher cap.
+void WaitPolitely(MPI_Request* request, int64_t max_sleep_us);
+constexpr int64_t kDataPathMaxSleepMicros = 16;
+
+// MPI takes int counts; every message the core sends is cut to at most this many bytes.
+constexpr size_t kMaxMessageBytes = size_t{1} << 30;
+
+}  // namespace mpirep

@@ -1,0 +1,198 @@
+// mpirep._core: the Python face of the core. It exports the core's enums as dictionaries (so
+// Python never restates a code), starts and ends the session, and submits numpy buffers through
+// the C API, returning a Handle that Python waits on with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "c_api.h"
+#include "session.h"
+
+namespace py = pybind11;
+
+namespace mpirep {
+namespace {
+
+// What the background thread hands back for one operation.
+struct Completion {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  int status = 0;
+  std::string message;
+  std::vector<int64_t> received_splits;
+  size_t element_size = 1;
+  Shape shape;
+  void* output = nullptr;  // malloc'd; owned here until handed to numpy
+  ~Completion() { std::free(output); }
+};
+
+void* AllocateOutput(void* user, int ndim, const int64_t* shape) {
+  Completion* c = static_cast<std::shared_ptr<Completion>*>(user)->get();
+  c->shape.assign(shape, shape + ndim);
+  const size_t bytes = std::max<size_t>(1, NumElements(c->shape) * c->element_size);
+  c->output = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  return c->output;
+}
+
+// The background thread holds a reference of its own until `done`, so a Handle dropped early
+// cannot free what the core still writes to.
+void Done(void* user, int status, const char* message, int nsplits, const int64_t* splits) {
+  auto* holder = static_cast<std::shared_ptr<Completion>*>(user);
+  std::shared_ptr<Completion> c = *holder;
+  delete holder;
+  {
+    std::lock_guard<std::mutex> lock(c->mutex);
+    c->status = status;
+    c->message = message;
+    c->received_splits.assign(splits, splits + nsplits);
+    c->done = true;
+  }
+  c->cv.notify_all();
+}
+
+class Handle {
+ public:
+  Handle(std::shared_ptr<Completion> completion, py::object input)
+      : completion_(std::move(completion)), input_(std::move(input)) {}
+
+  bool Poll() {
+    std::lock_guard<std::mutex> lock(completion_->mutex);
+    return completion_->done;
+  }
+
+  // Blocks until the operation ends; returns (status code, message).
+  py::tuple Wait() {
+    {
+      py::gil_scoped_release release;
+      std::unique_lock<std::mutex> lock(completion_->mutex);
+      completion_->cv.wait(lock, [this] { return completion_->done; });
+    }
+    input_ = py::none();
+    return py::make_tuple(completion_->status, completion_->message);
+  }
+
+  // The output as a flat uint8 array that owns its memory, and the output shape. Once only.
+  py::tuple TakeOutput() {
+    Completion& c = *completion_;
+    const size_t bytes = NumElements(c.shape) * c.element_size;
+    void* data = c.output;
+    c.output = nullptr;
+    py::capsule owner(data, [](void* p) { std::free(p); });
+    py::array_t<uint8_t> flat({static_cast<py::ssize_t>(bytes)}, {1}, static_cast<uint8_t*>(data), owner);
+    return py::make_tuple(flat, py::cast(c.shape));
+  }
+
+  std::vector<int64_t> ReceivedSplits() const { return completion_->received_splits; }
+
+ private:
+  std::shared_ptr<Completion> completion_;
+  py::object input_;  // keeps the caller's array alive while the core reads it
+};
+
+Handle Submit(int collective, const std::string& name, int dtype, py::buffer input,
+              std::vector<int64_t> shape, int reduce_op, int root_rank, double prescale,
+              double postscale, std::vector<int64_t> splits) {
+  py::buffer_info info = input.request();
+  auto completion = std::make_shared<Completion>();
+  completion->element_size = ElementSize(static_cast<DataType>(dtype));
+  mpirep_op_desc desc{};
+  desc.collective = collective;
+  desc.name = name.c_str();
+  desc.dtype = dtype;
+  desc.ndim = static_cast<int>(shape.size());
+  desc.shape = shape.data();
+  desc.reduce_op = reduce_op;
+  desc.root_rank = root_rank;
+  desc.prescale = prescale;
+  desc.postscale = postscale;
+  desc.nsplits = static_cast<int>(splits.size());
+  desc.splits = splits.empty() ? nullptr : splits.data();
+  desc.input = info.ptr;
+  auto* holder = new std::shared_ptr<Completion>(completion);
+  char error[1024];
+  const int status = mpirep_get_api()->enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
+  if (status != static_cast<int>(StatusCode::OK)) {
+    delete holder;
+    py::object raise = py::module_::import("mpirep.errors").attr("raise_for_status");
+    raise(status, std::string(error));
+  }
+  return Handle(completion, input);
+}
+
+template <typename Enum>
+py::dict EnumDict(std::initializer_list<std::pair<const char*, Enum>> entries) {
+  py::dict d;
+  for (const auto& [name, value] : entries) d[name] = static_cast<int>(value);
+  return d;
+}
+
+}  // namespace
+}  // namespace mpirep
+
+PYBIND11_MODULE(_core, m) {
+  using namespace mpirep;
+  m.doc() = "mpirep's native core";
+
+#define MPIREP_PY_ENTRY(Type, name, py, ...) {#py, Type::name},
+#define MPIREP_DTYPE_ENTRY(name, py, size) MPIREP_PY_ENTRY(DataType, name, py)
+#define MPIREP_OP_ENTRY(name, py) MPIREP_PY_ENTRY(ReduceOp, name, py)
+#define MPIREP_COLLECTIVE_ENTRY(name, py) MPIREP_PY_ENTRY(Collective, name, py)
+#define MPIREP_STATUS_ENTRY(name, py) MPIREP_PY_ENTRY(StatusCode, name, py)
+  m.attr("DTYPES") = EnumDict<DataType>({MPIREP_DTYPES(MPIREP_DTYPE_ENTRY)});
+  m.attr("REDUCE_OPS") = EnumDict<ReduceOp>({MPIREP_REDUCE_OPS(MPIREP_OP_ENTRY)});
+  m.attr("COLLECTIVES") = EnumDict<Collective>({MPIREP_COLLECTIVES(MPIREP_COLLECTIVE_ENTRY)});
+  m.attr("STATUS") = EnumDict<StatusCode>({MPIREP_STATUS_CODES(MPIREP_STATUS_ENTRY)});
+#undef MPIREP_PY_ENTRY
+#undef MPIREP_DTYPE_ENTRY
+#undef MPIREP_OP_ENTRY
+#undef MPIREP_COLLECTIVE_ENTRY
+#undef MPIREP_STATUS_ENTRY
+  m.attr("API_VERSION") = MPIREP_API_VERSION;
+
+  m.def(
+      "init",
+      [](int fortran_comm, int64_t fusion_threshold_bytes, double cycle_time_ms, int64_t chunk_bytes,
+         double stall_check_seconds, double stall_shutdown_seconds) {
+        const Config config{fusion_threshold_bytes, cycle_time_ms, chunk_bytes, stall_check_seconds,
+                            stall_shutdown_seconds};
+        const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm));
+        py::gil_scoped_release release;
+        StartSession(comm, config);
+      },
+      py::arg("fortran_comm"), py::arg("fusion_threshold_bytes"), py::arg("cycle_time_ms"),
+      py::arg("chunk_bytes"), py::arg("stall_check_seconds"), py::arg("stall_shutdown_seconds"));
+  m.def("shutdown", [] {
+    py::gil_scoped_release release;
+    EndSession();
+  });
+  m.def("is_initialized", [] { return CurrentRuntime() != nullptr; });
+  m.def("topology", [] {
+    auto runtime = CurrentRuntime();
+    if (!runtime) return py::object(py::none());
+    const Topology& t = runtime->topology();
+    py::dict d;
+    d["rank"] = t.rank;
+    d["size"] = t.size;
+    d["local_rank"] = t.local_rank;
+    d["local_size"] = t.local_size;
+    d["cross_rank"] = t.cross_rank;
+    d["cross_size"] = t.cross_size;
+    return py::object(d);
+  });
+  m.def("api_table_address", [] { return reinterpret_cast<uintptr_t>(mpirep_get_api()); });
+
+  py::class_<Handle>(m, "Handle")
+      .def("poll", &Handle::Poll)
+      .def("wait", &Handle::Wait)
+      .def("take_output", &Handle::TakeOutput)
+      .def("received_splits", &Handle::ReceivedSplits);
+  m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
+        py::arg("shape"), py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
+        py::arg("postscale"), py::arg("splits"));
+}

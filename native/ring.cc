@@ -1,0 +1,124 @@
+#include "ring.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "reduce.h"
+
+namespace mpirep {
+namespace {
+
+int Wrap(int i, int n) { return ((i % n) + n) % n; }
+
+char* At(void* buf, int64_t elements, size_t element_size) {
+  return static_cast<char*>(buf) + elements * static_cast<int64_t>(element_size);
+}
+
+const char* At(const void* buf, int64_t elements, size_t element_size) {
+  return static_cast<const char*>(buf) + elements * static_cast<int64_t>(element_size);
+}
+
+}  // namespace
+
+std::vector<int64_t> EvenSegments(int64_t count, int parts) {
+  std::vector<int64_t> segments(parts, count / parts);
+  for (int64_t i = 0; i < count % parts; ++i) ++segments[i];
+  return segments;
+}
+
+Ring::Ring(Transport& transport, size_t chunk_bytes)
+    : transport_(transport), chunk_bytes_(std::max<size_t>(chunk_bytes, 64)) {}
+
+std::vector<Ring::ChunkRange> Ring::Chunks(const std::vector<int64_t>& segments, int segment,
+                                           size_t element_size) const {
+  int64_t offset = std::accumulate(segments.begin(), segments.begin() + segment, int64_t{0});
+  const int64_t per_chunk = std::max<int64_t>(1, chunk_bytes_ / element_size);
+  std::vector<ChunkRange> chunks;
+  for (int64_t done = 0; done < segments[segment]; done += per_chunk) {
+    chunks.push_back({offset + done, std::min(per_chunk, segments[segment] - done)});
+  }
+  return chunks;
+}
+
+// Step s (0 <= s < n-1): rank r sends segment r-s-1 to rank r+1 and receives segment r-s-2
+// from rank r-1, reducing it with its own input into `out`. The segment received at step s is
+// the one sent at step s+1, so each reduced chunk is forwarded at once. After n-1 steps the
+// segment received last, r-(n-1)-1 = r, has every rank's contribution.
+void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& segments,
+                         DataType dtype, ReduceOp op, const FinishChunk& finish) {
+  const int n = transport_.size(), r = transport_.rank();
+  const size_t esize = ElementSize(dtype);
+  if (n == 1) {
+    if (in != out) std::memcpy(out, in, segments[0] * esize);
+    if (segments[0] > 0) finish(out, segments[0]);
+    return;
+  }
+  const int right = Wrap(r + 1, n), left = Wrap(r - 1, n);
+  std::vector<Transport::Handle> sends;
+  for (const ChunkRange& c : Chunks(segments, Wrap(r - 1, n), esize)) {
+    sends.push_back(transport_.Isend(right, At(in, c.offset, esize), c.count * esize));
+  }
+  const size_t slot_bytes = std::max<int64_t>(1, chunk_bytes_ / esize) * esize;
+  scratch_.resize(slot_bytes * kReceiveWindow);
+  for (int step = 0; step < n - 1; ++step) {
+    const std::vector<ChunkRange> chunks = Chunks(segments, Wrap(r - step - 2, n), esize);
+    const bool last_step = step == n - 2;
+    std::vector<Transport::Handle> receives(chunks.size());
+    auto post_receive = [&](size_t i) {
+      receives[i] = transport_.Irecv(left, scratch_.data() + (i % kReceiveWindow) * slot_bytes,
+                                     chunks[i].count * esize);
+    };
+    for (size_t i = 0; i < chunks.size() && i < kReceiveWindow; ++i) post_receive(i);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      transport_.Wait(receives[i]);
+      const ChunkRange& c = chunks[i];
+      char* target = At(out, c.offset, esize);
+      Reduce(target, At(in, c.offset, esize), scratch_.data() + (i % kReceiveWindow) * slot_bytes,
+             c.count, dtype, op);
+      if (i + kReceiveWindow < chunks.size()) post_receive(i + kReceiveWindow);
+      if (last_step) {
+        finish(target, c.count);
+      } else {
+        sends.push_back(transport_.Isend(right, target, c.count * esize));
+      }
+    }
+  }
+  for (Transport::Handle h : sends) transport_.Wait(h);
+}
+
+// Step s: rank r sends segment r-s to rank r+1 and receives segment r-s-1 from rank r-1
+// straight into place, forwarding each chunk at the next step.
+void Ring::Allgather(void* buf, const std::vector<int64_t>& segments, size_t element_size) {
+  const int n = transport_.size(), r = transport_.rank();
+  if (n == 1) return;
+  const int right = Wrap(r + 1, n), left = Wrap(r - 1, n);
+  std::vector<Transport::Handle> sends;
+  for (const ChunkRange& c : Chunks(segments, r, element_size)) {
+    sends.push_back(transport_.Isend(right, At(buf, c.offset, element_size), c.count * element_size));
+  }
+  for (int step = 0; step < n - 1; ++step) {
+    const std::vector<ChunkRange> chunks = Chunks(segments, Wrap(r - step - 1, n), element_size);
+    std::vector<Transport::Handle> receives;
+    for (const ChunkRange& c : chunks) {
+      receives.push_back(transport_.Irecv(left, At(buf, c.offset, element_size), c.count * element_size));
+    }
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      transport_.Wait(receives[i]);
+      if (step < n - 2) {
+        sends.push_back(transport_.Isend(right, At(buf, chunks[i].offset, element_size),
+                                         chunks[i].count * element_size));
+      }
+    }
+  }
+  for (Transport::Handle h : sends) transport_.Wait(h);
+}
+
+void Ring::Allreduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
+                     const FinishChunk& finish) {
+  const std::vector<int64_t> segments = EvenSegments(count, transport_.size());
+  ReduceScatter(in, out, segments, dtype, op, finish);
+  Allgather(out, segments, ElementSize(dtype));
+}
+
+}  // namespace mpirep

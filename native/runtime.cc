@@ -1,0 +1,379 @@
+// Thread model
+// ------------
+// Framework threads never call MPI and never block inside the core: Enqueue checks a request,
+// puts it on queue_ and wakes the background thread. That thread is the only caller of MPI. It
+// loops:
+//   1. take everything queued, remember it in submitted_ and tell the coordinator (rank 0) about
+//      it in one request list (rank 0 tells its own Coordinator directly);
+//   2. on rank 0: take in the other ranks' request lists; once tensors are ready on every
+//      rank, plan their fusion and send the resulting response list to every rank;
+//      on the others: take in response lists from rank 0;
+//   3. carry out each response in list order (the same order on every rank): run the
+//      collective through the Executor and fire each operation's `done`.
+// When a pass finds nothing to do it waits on wake_: without a deadline when nothing is
+// outstanding, otherwise for a short, growing interval (Backoff), because messages from other
+// ranks can only be polled for. No fixed cycle: an enqueue wakes the thread at once.
+//
+// Shutdown is negotiated too: a rank that shuts down says so in its request list and keeps
+// serving responses; rank 0 fails whatever can no longer complete, and when every rank has
+// shut down it sends FINISH, after which each thread frees its communicators and exits.
+
+#include "runtime.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "backoff.h"
+#include "fusion.h"
+#include "reduce.h"
+
+namespace mpirep {
+namespace {
+
+constexpr int kRequestTag = 1;
+constexpr int kResponseTag = 2;
+constexpr int kCoordinator = 0;
+// How long rank 0 sleeps when idle before looking for other ranks' requests (stall reports,
+// shutdowns): nothing can run before rank 0 submits too, which wakes it at once.
+constexpr int64_t kCoordinatorIdleMicros = 2000;
+constexpr int64_t kNegotiationMaxSleepMicros = 200;
+
+std::string ReceiveMessage(MPI_Comm comm, int source, int tag) {
+  MPI_Status status;
+  MPI_Probe(source, tag, comm, &status);
+  int bytes = 0;
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  std::string message(static_cast<size_t>(bytes), '\0');
+  MPI_Recv(message.data(), bytes, MPI_BYTE, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
+  return message;
+}
+
+bool MessageWaiting(MPI_Comm comm, int source, int tag) {
+  int flag = 0;
+  MPI_Iprobe(source, tag, comm, &flag, MPI_STATUS_IGNORE);
+  return flag != 0;
+}
+
+}  // namespace
+
+Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    throw std::runtime_error(
+        "mpirep needs MPI initialised with MPI_THREAD_SERIALIZED or better (mpi4py asks for "
+        "MPI_THREAD_MULTIPLE unless mpi4py.rc.thread_level says otherwise)");
+  }
+  thread_ = std::thread(&Runtime::ThreadMain, this, comm);
+  std::unique_lock<std::mutex> lock(mutex_);
+  started_.wait(lock, [this] { return running_; });
+}
+
+Runtime::~Runtime() { Shutdown(); }
+
+void Runtime::Setup(MPI_Comm comm) {
+  MPI_Comm_dup(comm, &control_);
+  MPI_Comm_dup(comm, &data_);
+  MPI_Comm_rank(data_, &topology_.rank);
+  MPI_Comm_size(data_, &topology_.size);
+  MPI_Comm local, cross;
+  MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, topology_.rank, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, &topology_.local_rank);
+  MPI_Comm_size(local, &topology_.local_size);
+  MPI_Comm_split(data_, topology_.local_rank, topology_.rank, &cross);
+  MPI_Comm_rank(cross, &topology_.cross_rank);
+  MPI_Comm_size(cross, &topology_.cross_size);
+  MPI_Comm_free(&local);
+  MPI_Comm_free(&cross);
+  executor_ = std::make_unique<Executor>(data_, config_);
+  if (topology_.rank == kCoordinator) coordinator_ = std::make_unique<Coordinator>(topology_.size);
+  last_round_ = last_stall_check_ = Coordinator::Clock::now();
+}
+
+void Runtime::ThreadMain(MPI_Comm comm) {
+  UseFineTimerSlack();
+  Setup(comm);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = true;
+  }
+  started_.notify_all();
+  try {
+    Backoff backoff(kNegotiationMaxSleepMicros);
+    while (!finished_) {
+      bool progressed = SubmitQueued();
+      if (coordinator_) {
+        progressed |= ReceiveRequests();
+        progressed |= RespondIfReady();
+        WarnAboutStalls();
+      } else {
+        progressed |= ReceiveResponses();
+      }
+      ReapSends(false);
+      if (progressed) {
+        backoff.Reset();
+      } else {
+        Idle(backoff.NextWaitMicros());
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[mpirep] rank %d: fatal error in the background thread: %s\n",
+                 topology_.rank, e.what());
+    MPI_Abort(data_, 1);
+  }
+  for (auto& [name, op] : submitted_) {
+    op.done(Status::Error(StatusCode::SHUT_DOWN, "mpirep was shut down before '" + name + "' ran"), {});
+  }
+  submitted_.clear();
+  ReapSends(true);
+  MPI_Comm_free(&control_);
+  MPI_Comm_free(&data_);
+}
+
+Status Runtime::Validate(const Request& r) const {
+  const std::string where = "rank " + std::to_string(topology_.rank) + ": ";
+  auto invalid = [&](const std::string& why) {
+    return Status::Error(StatusCode::INVALID_ARGUMENT, where + why + " (tensor '" + r.name + "')");
+  };
+  if (r.name.empty()) return invalid("an operation needs a name");
+  for (int64_t d : r.shape) {
+    if (d < 0) return invalid("negative dimension in shape " + ShapeString(r.shape));
+  }
+  if ((r.collective == Collective::ALLREDUCE || r.collective == Collective::REDUCESCATTER) &&
+      !ReduceOpSupported(r.dtype, r.op)) {
+    return Status::Error(StatusCode::UNSUPPORTED, where + ReduceOpName(r.op) + " is not defined for " +
+                                                      DataTypeName(r.dtype) + " (tensor '" + r.name + "')");
+  }
+  const bool needs_rows = r.collective == Collective::ALLGATHER ||
+                          r.collective == Collective::REDUCESCATTER ||
+                          r.collective == Collective::ALLTOALL;
+  if (needs_rows && r.shape.empty()) {
+    return invalid(std::string(CollectiveName(r.collective)) + " needs a tensor of at least one dimension");
+  }
+  if (r.collective == Collective::BROADCAST && (r.root < 0 || r.root >= topology_.size)) {
+    return invalid("root rank " + std::to_string(r.root) + " is outside 0.." + std::to_string(topology_.size - 1));
+  }
+  if (r.collective == Collective::ALLTOALL) {
+    if (static_cast<int>(r.splits.size()) != topology_.size) {
+      return invalid("alltoall needs one split per rank (" + std::to_string(topology_.size) +
+                     "), got " + std::to_string(r.splits.size()));
+    }
+    int64_t total = 0;
+    for (int64_t s : r.splits) {
+      if (s < 0) return invalid("alltoall splits must not be negative");
+      total += s;
+    }
+    if (total != r.shape[0]) {
+      return invalid("alltoall splits sum to " + std::to_string(total) + " but the first dimension is " +
+                     std::to_string(r.shape[0]));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Runtime::Enqueue(Operation op) {
+  Status valid = Validate(op.request);
+  if (!valid.ok()) return valid;
+  op.request.rank = topology_.rank;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!accepting_) {
+      return Status::Error(StatusCode::SHUT_DOWN, "mpirep has been shut down on rank " +
+                                                      std::to_string(topology_.rank));
+    }
+    if (!in_flight_.insert(op.request.name).second) {
+      return Status::Error(StatusCode::INVALID_ARGUMENT,
+                           "rank " + std::to_string(topology_.rank) + ": a tensor named '" +
+                               op.request.name + "' is already in flight; names must be unique "
+                               "among pending operations");
+    }
+    queue_.push_back(std::move(op));
+  }
+  wake_.notify_one();
+  return Status::Ok();
+}
+
+void Runtime::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    accepting_ = false;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Runtime::SubmitQueued() {
+  RequestList list;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Operation& op : queue_) {
+      list.requests.push_back(op.request);
+      std::string name = op.request.name;
+      submitted_.emplace(std::move(name), std::move(op));
+    }
+    queue_.clear();
+    list.shutdown = !accepting_ && !shutdown_sent_;
+  }
+  if (list.requests.empty() && !list.shutdown) return false;
+  shutdown_sent_ |= list.shutdown;
+  if (coordinator_) {
+    const auto now = Coordinator::Clock::now();
+    for (const Request& r : list.requests) coordinator_->Submit(r, now);
+    if (list.shutdown) coordinator_->RankShutDown(kCoordinator);
+  } else {
+    SendControl(kCoordinator, kRequestTag, Encode(list));
+  }
+  return true;
+}
+
+bool Runtime::ReceiveRequests() {
+  bool any = false;
+  while (MessageWaiting(control_, MPI_ANY_SOURCE, kRequestTag)) {
+    MPI_Status status;
+    MPI_Probe(MPI_ANY_SOURCE, kRequestTag, control_, &status);
+    RequestList list = DecodeRequestList(ReceiveMessage(control_, status.MPI_SOURCE, kRequestTag));
+    const auto now = Coordinator::Clock::now();
+    for (const Request& r : list.requests) coordinator_->Submit(r, now);
+    if (list.shutdown) coordinator_->RankShutDown(status.MPI_SOURCE);
+    any = true;
+  }
+  return any;
+}
+
+bool Runtime::RespondIfReady() {
+  const auto now = Coordinator::Clock::now();
+  const auto cycle = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
+  if (now - last_round_ < cycle) return false;
+  ResponseList list;
+  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold_bytes);
+  if (coordinator_->AllShutDown() && !coordinator_->HasPending()) {
+    Response finish;
+    finish.kind = Response::Kind::FINISH;
+    list.responses.push_back(finish);
+  }
+  if (list.responses.empty()) return false;
+  last_round_ = now;
+  const std::string bytes = Encode(list);
+  for (int r = 0; r < topology_.size; ++r) {
+    if (r != kCoordinator) SendControl(r, kResponseTag, bytes);
+  }
+  for (const Response& response : list.responses) Execute(response);
+  return true;
+}
+
+bool Runtime::ReceiveResponses() {
+  bool any = false;
+  while (!finished_ && MessageWaiting(control_, kCoordinator, kResponseTag)) {
+    ResponseList list = DecodeResponseList(ReceiveMessage(control_, kCoordinator, kResponseTag));
+    for (const Response& response : list.responses) Execute(response);
+    any = true;
+  }
+  return any;
+}
+
+void Runtime::WarnAboutStalls() {
+  if (config_.stall_check_seconds <= 0) return;
+  const auto now = Coordinator::Clock::now();
+  if (now - last_stall_check_ < std::chrono::seconds(1)) return;
+  last_stall_check_ = now;
+  const auto after = std::chrono::duration_cast<Coordinator::Clock::duration>(
+      std::chrono::duration<double>(config_.stall_check_seconds));
+  for (const std::string& line : coordinator_->StallWarnings(now, after)) {
+    std::fprintf(stderr, "[mpirep] WARNING: stalled collective: %s\n", line.c_str());
+  }
+  if (config_.stall_shutdown_seconds > 0 &&
+      coordinator_->StalledLongerThan(
+          now, std::chrono::duration_cast<Coordinator::Clock::duration>(
+                   std::chrono::duration<double>(config_.stall_shutdown_seconds)))) {
+    std::fprintf(stderr,
+                 "[mpirep] ERROR: a collective has waited longer than the stall shutdown time "
+                 "(%.0f s); aborting the job\n",
+                 config_.stall_shutdown_seconds);
+    std::fflush(stderr);
+    MPI_Abort(data_, 1);
+  }
+}
+
+void Runtime::Execute(const Response& response) {
+  switch (response.kind) {
+    case Response::Kind::FINISH:
+      finished_ = true;
+      return;
+    case Response::Kind::ERROR:
+      for (const std::string& name : response.names) {
+        Complete(name, Status::Error(response.error_code, response.error));
+      }
+      return;
+    case Response::Kind::EXECUTE:
+      break;
+  }
+  std::vector<Operation*> ops;
+  for (const std::string& name : response.names) {
+    auto it = submitted_.find(name);
+    if (it == submitted_.end()) {
+      throw std::runtime_error("told to run '" + name + "', which this rank never submitted");
+    }
+    ops.push_back(&it->second);
+  }
+  std::vector<int64_t> received_splits;
+  const std::vector<Status> statuses = executor_->Run(response, ops, &received_splits);
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    Complete(response.names[i], statuses[i], received_splits);
+  }
+}
+
+void Runtime::Complete(const std::string& name, const Status& status,
+                       const std::vector<int64_t>& received_splits) {
+  auto it = submitted_.find(name);
+  if (it == submitted_.end()) return;  // a failure announced to all ranks, not submitted here
+  Operation op = std::move(it->second);
+  submitted_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_.erase(name);
+  }
+  op.done(status, received_splits);
+}
+
+void Runtime::SendControl(int to, int tag, std::string bytes) {
+  outgoing_.push_back({MPI_REQUEST_NULL, std::move(bytes)});
+  Outgoing& out = outgoing_.back();
+  if (out.bytes.size() > kMaxMessageBytes) throw std::runtime_error("control message too large");
+  MPI_Isend(out.bytes.data(), static_cast<int>(out.bytes.size()), MPI_BYTE, to, tag, control_,
+            &out.request);
+}
+
+void Runtime::ReapSends(bool block) {
+  for (auto it = outgoing_.begin(); it != outgoing_.end();) {
+    int done = 0;
+    if (block) {
+      WaitPolitely(&it->request, kNegotiationMaxSleepMicros);
+      done = 1;
+    } else {
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+    }
+    it = done ? outgoing_.erase(it) : std::next(it);
+  }
+}
+
+bool Runtime::WaitingOnPeers() const {
+  return !submitted_.empty() || shutdown_sent_ || !outgoing_.empty() ||
+         (coordinator_ && coordinator_->HasPending());
+}
+
+void Runtime::Idle(int64_t wait_micros) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto has_work = [this] { return !queue_.empty() || (!accepting_ && !shutdown_sent_); };
+  if (has_work()) return;
+  if (!WaitingOnPeers()) {
+    if (coordinator_) {
+      wake_.wait_for(lock, std::chrono::microseconds(kCoordinatorIdleMicros), has_work);
+    } else {
+      wake_.wait(lock, has_work);
+    }
+  } else if (wait_micros > 0) {
+    wake_.wait_for(lock, std::chrono::microseconds(wait_micros), has_work);
+  }
+}
+
+}  // namespace mpirep

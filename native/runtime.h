@@ -1,0 +1,94 @@
+// The core's runtime: one background thread per process, the only caller of MPI.
+#pragma once
+
+#include <mpi.h>
+
+#include <condition_variable>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "config.h"
+#include "coordinator.h"
+#include "executor.h"
+#include "operation.h"
+
+namespace mpirep {
+
+struct Topology {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;  // ranks on this host (MPI's shared-memory split)
+  int cross_rank = 0, cross_size = 1;  // this rank among the ranks with its local_rank
+};
+
+class Runtime {
+ public:
+  // Collective over `comm`, which the runtime duplicates; `comm` itself is not kept.
+  Runtime(MPI_Comm comm, const Config& config);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Topology& topology() const { return topology_; }
+
+  // Thread-safe. Checks what this rank alone can check and queues the operation; its `done`
+  // runs later on the background thread. On an error `done` is never called.
+  Status Enqueue(Operation op);
+
+  // Collective: returns once every rank has called it. Operations still pending fail.
+  void Shutdown();
+
+ private:
+  void ThreadMain(MPI_Comm comm);
+  void Setup(MPI_Comm comm);
+  Status Validate(const Request& request) const;
+
+  bool SubmitQueued();
+  bool ReceiveRequests();
+  bool RespondIfReady();
+  bool ReceiveResponses();
+  void WarnAboutStalls();
+  void Execute(const Response& response);
+  void Complete(const std::string& name, const Status& status,
+                const std::vector<int64_t>& received_splits = {});
+  void SendControl(int to, int tag, std::string bytes);
+  void ReapSends(bool block);
+  bool WaitingOnPeers() const;
+  void Idle(int64_t wait_micros);
+
+  const Config config_;
+  Topology topology_;
+  std::thread thread_;
+
+  // Shared with the framework threads, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable started_;
+  bool running_ = false;
+  std::vector<Operation> queue_;
+  std::unordered_set<std::string> in_flight_;
+  bool accepting_ = true;
+
+  // The background thread's own.
+  MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
+  MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  std::unordered_map<std::string, Operation> submitted_;
+  struct Outgoing {
+    MPI_Request request;
+    std::string bytes;
+  };
+  std::list<Outgoing> outgoing_;
+  bool shutdown_sent_ = false;
+  bool finished_ = false;
+  Coordinator::Clock::time_point last_round_;
+  Coordinator::Clock::time_point last_stall_check_;
+};
+
+}  // namespace mpirep
