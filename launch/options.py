@@ -1,0 +1,108 @@
+"""The command line of mpirep-run.  Horovod's horovodrun spellings are kept, so that
+`horovodrun -np 4 -H a:2,b:2 python train.py` ports by renaming the command."""
+import argparse
+
+# horovodrun flags for features mpirep does not have.  They are accepted with a warning so a
+# ported command line still starts; they only ever tuned performance.  (name, takes a value)
+IGNORED_HOROVOD_FLAGS = (
+    ("--disable-cache", False), ("--mpi", False), ("--cache-capacity", True),
+    ("--hierarchical-allreduce", False), ("--no-hierarchical-allreduce", False),
+    ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
+    ("--autotune", False), ("--autotune-log-file", True), ("--timeline-mark-cycles", False),
+    ("--log-level", True),
+)
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _non_negative(text):
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {text}")
+    return value
+
+
+class _Ignored(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.ignored.append(option_string)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="mpirep-run", allow_abbrev=False,
+        description="Start an mpirep job with mpirun (Open MPI, MPICH, Intel MPI) or, inside a "
+                    "Slurm allocation, with srun.",
+        epilog="Example: mpirep-run -np 4 -H node1:2,node2:2 python train.py")
+    p.add_argument("-v", "--version", action="store_true", help="print mpirep's version and exit")
+    p.add_argument("-np", "--num-proc", dest="num_proc", type=_positive_int,
+                   help="number of ranks (default: the slots of -H/--hostfile, or the Slurm "
+                        "allocation's tasks)")
+    p.add_argument("-cb", "--check-build", action="store_true",
+                   help="show the MPI, mpi4py, native core and TensorFlow bridge this Python finds")
+    p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
+    p.add_argument("--verbose", action="store_true", help="print the command before running it")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="program and arguments every rank runs")
+
+    where = p.add_argument_group("where ranks run")
+    hosts = where.add_mutually_exclusive_group()
+    hosts.add_argument("-H", "--hosts", help="host:slots,... e.g. node1:2,node2:2")
+    hosts.add_argument("-hostfile", "--hostfile",
+                       help="file of `host slots=N` lines (Open MPI and Horovod), or `host:N`")
+    where.add_argument("--launcher", choices=("auto", "mpirun", "srun"), default="auto",
+                       help="auto: srun inside a Slurm allocation when no hosts are given, "
+                            "else mpirun")
+    where.add_argument("--srun-mpi", default="pmix", metavar="TYPE",
+                       help="srun's --mpi plugin (default: pmix)")
+
+    mpi = p.add_argument_group("MPI")
+    mpi.add_argument("--mpi-args", default="",
+                     help="extra arguments for mpirun (or srun), e.g. --mpi-args='--mca btl tcp,self'")
+    mpi.add_argument("--binding-args",
+                     help="process binding for mpirun, replacing the default "
+                          "(Open MPI: --bind-to none --map-by slot)")
+    mpi.add_argument("-x", dest="exports", action="append", default=[], metavar="NAME[=VALUE]",
+                     help="pass an environment variable to every rank (repeatable)")
+    mpi.add_argument("--tcp", dest="tcp_only", action="store_true",
+                     help="Open MPI: use only TCP between ranks")
+    mpi.add_argument("--network-interface", "--network-interfaces", dest="network_interfaces",
+                     action="append", default=[], metavar="IFACE[,IFACE]",
+                     help="interfaces (Open MPI also takes CIDR subnets) for MPI's TCP traffic")
+    mpi.add_argument("--output-filename", metavar="DIR",
+                     help="write each rank's stdout and stderr to files under DIR")
+
+    ssh = p.add_argument_group("ssh (mpirun across hosts)")
+    ssh.add_argument("-p", "--ssh-port", type=_positive_int, help="ssh port on every host")
+    ssh.add_argument("-i", "--ssh-identity-file", help="ssh private key")
+    ssh.add_argument("--ssh-config-file", help="ssh client config file (ssh -F)")
+    ssh.add_argument("--start-timeout", type=_non_negative,
+                     help="seconds every remote host has to answer ssh before the job starts "
+                          "(default: MPIREP_START_TIMEOUT or HOROVOD_START_TIMEOUT, else 30)")
+
+    tuning = p.add_argument_group("mpirep tuning (passed to ranks as MPIREP_* variables)")
+    tuning.add_argument("--fusion-threshold-mb", type=_non_negative,
+                        help="fusion buffer size in MiB; 0 disables fusion")
+    tuning.add_argument("--cycle-time-ms", type=_non_negative,
+                        help="longest wait of the background thread between cycles")
+    tuning.add_argument("--stall-check-warning-time-seconds", type=_non_negative,
+                        help="warn after this long when some ranks have not submitted a tensor")
+    tuning.add_argument("--timeline-filename", help="write a Chrome-trace timeline to this file")
+
+    ignored = p.add_argument_group("horovodrun flags accepted and ignored (with a warning)")
+    for flag, takes_value in IGNORED_HOROVOD_FLAGS:
+        ignored.add_argument(flag, action=_Ignored, nargs=1 if takes_value else 0,
+                             help=argparse.SUPPRESS)
+    p.set_defaults(ignored=[])
+    return p
+
+
+def parse(argv):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command and args.command[0] == "--":
+        args.command = args.command[1:]
+    return parser, args

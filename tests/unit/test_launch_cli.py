@@ -1,0 +1,153 @@
+"""mpirep-run end to end with the MPI probe mocked: which launcher, which flags, what
+--dry-run prints, and the errors a user sees."""
+import pathlib
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.append(str(REPO))   # this checkout's launch/
+from launch import cli, hosts, mpi_probe  # noqa: E402
+
+OMPI = mpi_probe.MPIInfo(mpi_probe.OPEN_MPI, "4.1.4", "/usr/bin/mpirun")
+MPICH = mpi_probe.MPIInfo(mpi_probe.MPICH, "4.1.2", "/usr/bin/mpirun")
+BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/root", "HOSTNAME": "here", "PWD": "/work",
+            "OMPI_MCA_btl": "self", "LANG": "C.UTF-8"}
+
+
+@pytest.fixture
+def mpi(monkeypatch):
+    """The MPI the probe reports; Open MPI unless a test sets another."""
+    found = {"info": OMPI}
+    monkeypatch.setattr(mpi_probe, "probe", lambda environ: found["info"])
+    monkeypatch.setattr(hosts, "local_core_count", lambda: 2)
+    monkeypatch.setattr(hosts, "local_names", lambda: {"localhost", "here"})
+    return found
+
+
+def dry_run(capsys, *argv, environ=BASE_ENV):
+    rc = cli.main(["--dry-run", *argv], environ)
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return shlex.split(out)
+
+
+def test_local_open_mpi(mpi, capsys):
+    words = dry_run(capsys, "-np", "2", "python", "train.py", "--epochs", "3")
+    assert "--oversubscribe" not in words
+    assert words[-4:] == ["python", "train.py", "--epochs", "3"]
+    assert "-x" not in words   # local ranks inherit mpirun's environment
+
+
+def test_local_oversubscription_counts_cores(mpi, capsys):
+    assert "--oversubscribe" in dry_run(capsys, "-np", "4", "python", "t.py")
+
+
+def test_tuning_flags_become_mpirep_variables(mpi, capsys):
+    words = dry_run(capsys, "-np", "2", "--fusion-threshold-mb", "64", "--cycle-time-ms", "2.5",
+                    "--stall-check-warning-time-seconds", "30", "--timeline-filename",
+                    "/tmp/tl.json", "-x", "FOO=bar baz", "-x", "HOME", "python", "t.py")
+    assert words[:5] == ["MPIREP_FUSION_THRESHOLD=67108864", "MPIREP_CYCLE_TIME=2.5",
+                         "MPIREP_STALL_CHECK_TIME_SECONDS=30", "MPIREP_TIMELINE=/tmp/tl.json",
+                         "FOO=bar baz"]
+    exported = [words[i + 1] for i, word in enumerate(words) if word == "-x"]
+    assert exported == ["FOO", "HOME", "MPIREP_CYCLE_TIME", "MPIREP_FUSION_THRESHOLD",
+                        "MPIREP_STALL_CHECK_TIME_SECONDS", "MPIREP_TIMELINE"]
+
+
+def test_remote_hosts_get_the_environment_by_name(mpi, capsys):
+    words = dry_run(capsys, "-H", "here:2,far:2", "python", "t.py")
+    assert words[words.index("-np") + 1] == "4"   # the slots, without -np
+    exported = {words[i + 1] for i, word in enumerate(words) if word == "-x"}
+    # host-specific and MPI-launcher variables stay behind
+    assert exported == {"HOME", "LANG", "PATH"}
+
+
+def test_hostfile(mpi, capsys, tmp_path):
+    path = tmp_path / "hosts"
+    path.write_text("a slots=2\nb slots=1\n")
+    words = dry_run(capsys, "--hostfile", str(path), "-np", "4", "python", "t.py")
+    assert words[words.index("-H") + 1] == "a:2,b:1"
+    assert "--oversubscribe" in words
+
+
+def test_horovodrun_command_line_ports(mpi, capsys):
+    words = dry_run(capsys, "-np", "4", "-H", "a:2,b:2", "--mpi-args=--mca pml ob1",
+                    "--network-interface", "eth1", "-p", "2222", "--verbose",
+                    "--hierarchical-allreduce", "--cache-capacity", "2048", "python", "t.py")
+    text = " ".join(words)
+    assert "--mca pml ob1 python t.py" in text
+    assert "btl_tcp_if_include eth1" in text and "plm_rsh_args -p 2222" in text
+
+
+def test_ignored_horovodrun_flags_warn(mpi, capsys):
+    cli.main(["--dry-run", "--autotune", "--log-level", "INFO", "-np", "1", "t"], BASE_ENV)
+    err = capsys.readouterr().err
+    assert "ignoring horovodrun's --autotune" in err and "ignoring horovodrun's --log-level" in err
+
+
+def test_mpich_gets_genv(mpi, capsys):
+    mpi["info"] = MPICH
+    words = dry_run(capsys, "-np", "2", "--cycle-time-ms", "1", "python", "t.py")
+    i = words.index("-genv")
+    assert words[i:i + 3] == ["-genv", "MPIREP_CYCLE_TIME", "1"] and "-x" not in words
+
+
+SLURM = {**BASE_ENV, "SLURM_JOB_ID": "42", "SLURM_NTASKS": "4", "SLURM_NNODES": "2"}
+
+
+def test_slurm_allocation_uses_srun_and_its_tasks(mpi, capsys):
+    words = dry_run(capsys, "python", "t.py", environ=SLURM)
+    assert words[:5] == ["srun", "--mpi=pmix", "--ntasks", "4", "--kill-on-bad-exit=1"]
+
+
+def test_slurm_allocation_with_mpirun_on_request(mpi, capsys):
+    words = dry_run(capsys, "--launcher", "mpirun", "-np", "6", "python", "t.py", environ=SLURM)
+    assert words[0] == "/usr/bin/mpirun" and "-H" not in words
+    assert "--oversubscribe" in words   # 6 ranks on an allocation of 4 tasks
+
+
+def test_hosts_inside_an_allocation_mean_mpirun(mpi, capsys):
+    assert dry_run(capsys, "-H", "a:2", "python", "t.py", environ=SLURM)[0] == "/usr/bin/mpirun"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["python", "t.py"], "-np is required"),
+    (["-np", "2"], "no command given"),
+    (["-np", "2", "-x", "NOT_SET_ANYWHERE", "t"], "NOT_SET_ANYWHERE is not set"),
+    (["-H", "a:0", "t"], "slots must be at least 1"),
+    (["--launcher", "srun", "-H", "a:1", "t"], "-H/--hostfile are for mpirun"),
+])
+def test_errors_are_one_clear_line(mpi, capsys, argv, message):
+    assert cli.main(["--dry-run", *argv], BASE_ENV) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_missing_mpirun_is_explained(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(mpi_probe.sys, "executable", str(tmp_path / "python"))
+    assert cli.main(["--dry-run", "-np", "2", "t"], {"PATH": str(tmp_path)}) == 1
+    assert "apt-get install openmpi-bin" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["-np", "0", "t"], BASE_ENV)
+    assert exit_.value.code == 2
+
+
+def test_module_entry_point_and_import_purity(tmp_path):
+    """`python -m launch` runs, and importing the launcher loads neither TensorFlow nor
+    mpirep's native core (the package's parent is not even importable here)."""
+    code = ("import runpy, sys\n"
+            f"sys.path.append({str(REPO)!r})\n"
+            "sys.argv = ['mpirep-run', '--version']\n"
+            "try:\n    runpy.run_module('launch', run_name='__main__')\n"
+            "except SystemExit as e:\n    assert e.code == 0\n"
+            "loaded = [m for m in sys.modules if m.startswith(('tensorflow', 'mpirep'))]\n"
+            "assert not loaded, loaded\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("mpirep ")
