@@ -1,4 +1,6 @@
 """What the user asked for, resolved and validated, and the plan that runs it."""
+from __future__ import annotations
+
 import shlex
 from dataclasses import dataclass, field
 

@@ -83,12 +83,14 @@ def run(cmd, env=None, timeout=90, check=True, **kwargs):
 
 
 def check_ranks(text, size, hosts=None):
-    """Each rank 0..size-1 reported once, a right allreduce, and the topology Horovod defines:
+    """Each rank 0..size-1 reported once, a right allreduce, one backend (mpirep's core or
+    mpi4py) on all ranks, and the topology Horovod defines:
     local ranks number a host's ranks in rank order; cross ranks number the ranks that share
     a local rank, in rank order.  Returns {rank: fields}."""
     lines = {int(m[0]): m for m in RANK_LINE.findall(text)}
     assert sorted(lines) == list(range(size)), text
     assert all(int(m[1]) == size and m[7] == "True" for m in lines.values()), text
+    assert len({m[8] for m in lines.values()}) == 1, "ranks used different backends:\n" + text
     by_host = {}
     for rank in sorted(lines):
         by_host.setdefault(lines[rank][2], []).append(rank)

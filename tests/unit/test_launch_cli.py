@@ -151,3 +151,20 @@ def test_module_entry_point_and_import_purity(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("mpirep ")
+
+
+def test_installed_mpirep_launch_stays_pure(tmp_path):
+    """Once installed as mpirep.launch, loading it must not load mpirep's native core or
+    TensorFlow through mpirep/__init__.py."""
+    code = ("import importlib.util, sys\n"
+            "try:\n    found = importlib.util.find_spec('mpirep.launch')\n"
+            "except ImportError:\n    found = None\n"
+            "if found is None:\n    sys.exit(99)\n"
+            "import mpirep.launch.cli\n"
+            "loaded = [m for m in sys.modules if m == 'mpirep._core' or m.startswith('tensorflow')]\n"
+            "assert not loaded, loaded\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    if done.returncode == 99:
+        pytest.skip("mpirep is not installed with its launcher (mpirep.launch)")
+    assert done.returncode == 0, done.stderr

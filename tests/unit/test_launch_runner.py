@@ -18,7 +18,7 @@ import os, signal, subprocess, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 rank = subprocess.Popen([sys.executable, "-c",
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"],
-    process_group=0)
+    preexec_fn=os.setpgrp)
 open(sys.argv[1], "w").write(f"{os.getpid()} {rank.pid}")
 time.sleep(300)
 """
