@@ -51,5 +51,6 @@ def __getattr__(name):
     if name in _REDUCE_OP_NAMES:
         from mpirep.collectives import reduce_op
 
-        return reduce_op(name)
+        value = globals()[name] = reduce_op(name)  # later lookups skip this function
+        return value
     raise AttributeError(f"module 'mpirep' has no attribute {name!r}")

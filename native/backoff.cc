@@ -10,8 +10,13 @@
 namespace mpirep {
 
 int64_t Backoff::NextWaitMicros() {
-  if (polls_ < kSpinPolls) {
-    ++polls_;
+  const Clock::time_point now = Clock::now();
+  if (!spinning_since_.set) {
+    spinning_since_.set = true;
+    spinning_since_.at = now;
+  }
+  if (now - spinning_since_.at < spin_) {
+    std::this_thread::yield();
     return 0;
   }
   const int64_t wait = sleep_us_;

@@ -1,6 +1,8 @@
 // How the background thread waits for something it can only poll for (an MPI request, a
-// message from another rank) without burning a core that the framework computes on: spin for a
-// few microseconds, then sleep for intervals that double up to a cap.
+// message from another rank) without holding a core that the framework computes on: poll and
+// yield the CPU for a short window, then sleep for intervals that double up to a cap. Sleeping
+// is coarse (on virtual machines a sleep of 1 us often lasts 50-100 us), so waits expected to
+// end soon spin-yield, and only long waits sleep.
 #pragma once
 
 #include <chrono>
@@ -10,24 +12,34 @@ namespace mpirep {
 
 class Backoff {
  public:
-  explicit Backoff(int64_t max_sleep_us = 200) : max_sleep_us_(max_sleep_us) {}
+  Backoff(int64_t spin_micros, int64_t max_sleep_micros)
+      : spin_(spin_micros), max_sleep_us_(max_sleep_micros) {}
 
-  // Call after each unsuccessful poll: spins or sleeps.
+  // Call after each unsuccessful poll: yields or sleeps.
   void Pause();
   // For callers that wait on something else (a condition variable) instead of sleeping: how
-  // long to wait after this unsuccessful poll, in microseconds; 0 while still spinning.
+  // long to wait after this unsuccessful poll, in microseconds; 0 (after yielding) while still
+  // in the spin window.
   int64_t NextWaitMicros();
-  void Reset() { polls_ = 0; sleep_us_ = 1; }
+  // Call after progress: the next wait starts a new spin window.
+  void Reset() { spinning_since_.reset(); sleep_us_ = kFirstSleepMicros; }
 
  private:
-  static constexpr int kSpinPolls = 64;
+  static constexpr int64_t kFirstSleepMicros = 20;
+  using Clock = std::chrono::steady_clock;
+  struct Start {
+    bool set = false;
+    Clock::time_point at;
+    void reset() { set = false; }
+  };
+  std::chrono::microseconds spin_;
   int64_t max_sleep_us_;
-  int polls_ = 0;
-  int64_t sleep_us_ = 1;
+  Start spinning_since_;
+  int64_t sleep_us_ = kFirstSleepMicros;
 };
 
-// Lets the calling thread sleep for as little as a microsecond: by default Linux rounds every
-// sleep up by the 50 us timer slack, which would dominate the short waits above.
+// Lets the calling thread sleep for less than the default 50 us timer slack that Linux adds
+// to every sleep.
 void UseFineTimerSlack();
 
 }  // namespace mpirep

@@ -8,7 +8,7 @@ namespace mpirep {
 
 struct Config {
   int64_t fusion_threshold_bytes;  // largest packed buffer for one fused allreduce
-  double cycle_time_ms;            // least time between two negotiation rounds (0: none)
+  double cycle_time_ms;            // longest a ready tensor waits for others to fuse with
   int64_t chunk_bytes;             // unit of pipelining in the ring
   double stall_check_seconds;      // warn about tensors waited on this long (0: never)
   double stall_shutdown_seconds;   // abort the job when one waits this long (0: never)

@@ -34,6 +34,7 @@ class Coordinator {
   // Whether some tensor has waited at least `after` for a rank.
   bool StalledLongerThan(Clock::time_point now, Clock::duration after) const;
   bool HasPending() const { return !pending_.empty(); }
+  bool HasReady() const { return !ready_.empty(); }
 
  private:
   struct Pending {

@@ -149,7 +149,7 @@ Status Executor::Broadcast(Operation& op) {
     const int piece = static_cast<int>(std::min<int64_t>(kMaxMessageBytes, bytes - done));
     MPI_Request request;
     MPI_Ibcast(out + done, piece, MPI_BYTE, op.request.root, comm_, &request);
-    WaitPolitely(&request, kDataPathMaxSleepMicros);
+    WaitPolitely(&request, DataPathBackoff());
   }
   return status;
 }

@@ -4,8 +4,7 @@
 
 namespace mpirep {
 
-void WaitPolitely(MPI_Request* request, int64_t max_sleep_us) {
-  Backoff backoff(max_sleep_us);
+void WaitPolitely(MPI_Request* request, Backoff backoff) {
   int done = 0;
   while (true) {
     MPI_Test(request, &done, MPI_STATUS_IGNORE);
@@ -37,7 +36,7 @@ Transport::Handle MpiTransport::Irecv(int peer, void* data, size_t bytes) {
 
 void MpiTransport::Wait(Handle handle) {
   auto it = pending_.find(handle);
-  WaitPolitely(&it->second, kDataPathMaxSleepMicros);
+  WaitPolitely(&it->second, DataPathBackoff());
   pending_.erase(it);
 }
 

@@ -29,11 +29,11 @@ class MpiTransport : public Transport {
   std::unordered_map<Handle, MPI_Request> pending_;
 };
 
-// Waits for one MPI request, polling with Backoff. Transfers in flight during a collective end
-// within microseconds, so the data path caps its sleeps low; waits for other ranks to arrive
-// may take long and can afford a higher cap.
-void WaitPolitely(MPI_Request* request, int64_t max_sleep_us);
-constexpr int64_t kDataPathMaxSleepMicros = 16;
+// Waits for one MPI request, polling with `backoff`. Once negotiation has started a collective
+// every rank is inside it, so its transfers end soon; they also progress only while MPI is
+// polled. The data path therefore spin-yields for long and sleeps little.
+void WaitPolitely(MPI_Request* request, Backoff backoff);
+inline Backoff DataPathBackoff() { return Backoff(/*spin_micros=*/2000, /*max_sleep_micros=*/50); }
 
 // MPI takes int counts; every message the core sends is cut to at most this many bytes.
 constexpr size_t kMaxMessageBytes = size_t{1} << 30;

@@ -36,7 +36,9 @@ constexpr int kCoordinator = 0;
 // How long rank 0 sleeps when idle before looking for other ranks' requests (stall reports,
 // shutdowns): nothing can run before rank 0 submits too, which wakes it at once.
 constexpr int64_t kCoordinatorIdleMicros = 2000;
-constexpr int64_t kNegotiationMaxSleepMicros = 200;
+// Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
+// for the common case of ranks in step, then sleep.
+Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
 
 std::string ReceiveMessage(MPI_Comm comm, int source, int tag) {
   MPI_Status status;
@@ -87,7 +89,7 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_free(&cross);
   executor_ = std::make_unique<Executor>(data_, config_);
   if (topology_.rank == kCoordinator) coordinator_ = std::make_unique<Coordinator>(topology_.size);
-  last_round_ = last_stall_check_ = Coordinator::Clock::now();
+  last_stall_check_ = Coordinator::Clock::now();
 }
 
 void Runtime::ThreadMain(MPI_Comm comm) {
@@ -99,7 +101,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   }
   started_.notify_all();
   try {
-    Backoff backoff(kNegotiationMaxSleepMicros);
+    Backoff backoff = NegotiationBackoff();
     while (!finished_) {
       bool progressed = SubmitQueued();
       if (coordinator_) {
@@ -240,10 +242,16 @@ bool Runtime::ReceiveRequests() {
   return any;
 }
 
+// Ready tensors go out at once unless other tensors are still being negotiated: then they wait,
+// for at most the cycle time, so that those can join them in fewer, fused ring passes.
 bool Runtime::RespondIfReady() {
   const auto now = Coordinator::Clock::now();
-  const auto cycle = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
-  if (now - last_round_ < cycle) return false;
+  if (!coordinator_->HasReady()) {
+    holding_since_.reset();
+  } else if (coordinator_->HasPending()) {
+    if (!holding_since_) holding_since_ = now;
+    if (now - *holding_since_ < std::chrono::duration<double, std::milli>(config_.cycle_time_ms)) return false;
+  }
   ResponseList list;
   list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold_bytes);
   if (coordinator_->AllShutDown() && !coordinator_->HasPending()) {
@@ -252,7 +260,7 @@ bool Runtime::RespondIfReady() {
     list.responses.push_back(finish);
   }
   if (list.responses.empty()) return false;
-  last_round_ = now;
+  holding_since_.reset();
   const std::string bytes = Encode(list);
   for (int r = 0; r < topology_.size; ++r) {
     if (r != kCoordinator) SendControl(r, kResponseTag, bytes);
@@ -347,7 +355,7 @@ void Runtime::ReapSends(bool block) {
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
     int done = 0;
     if (block) {
-      WaitPolitely(&it->request, kNegotiationMaxSleepMicros);
+      WaitPolitely(&it->request, NegotiationBackoff());
       done = 1;
     } else {
       MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);

@@ -7,6 +7,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -87,7 +88,7 @@ class Runtime {
   std::list<Outgoing> outgoing_;
   bool shutdown_sent_ = false;
   bool finished_ = false;
-  Coordinator::Clock::time_point last_round_;
+  std::optional<Coordinator::Clock::time_point> holding_since_;  // ready tensors held back
   Coordinator::Clock::time_point last_stall_check_;
 };
 
