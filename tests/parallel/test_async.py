@@ -1,0 +1,117 @@
+"""Async handles: many named tensors in flight at once, submitted in a different order on each
+rank, and every async form returning what its blocking form returns."""
+import numpy as np
+import pytest
+
+import mpirep
+from expect import (ALL_DTYPES, BOOL, BOOL_OPS, OPS, assert_reduced, dtype_id, pattern,
+                    reduce_expected, reduce_input)
+from ranks import assert_identical_across_ranks
+
+IN_FLIGHT = 1200
+
+
+def plan(count):
+    """The same list of (kind, name, dtype, op, shape) on every rank."""
+    rng = np.random.default_rng(1234)
+    tensors = []
+    for i in range(count):
+        dtype = ALL_DTYPES[rng.integers(len(ALL_DTYPES))]
+        op = rng.choice(BOOL_OPS if dtype == BOOL else list(OPS))
+        shape = tuple(int(d) for d in rng.integers(0, 9, size=rng.integers(0, 3)))
+        kind = rng.choice(["allreduce"] * 8 + ["allgather", "broadcast"])
+        if kind == "allgather" and shape == ():
+            shape = (1,)
+        tensors.append((str(kind), f"flight.{i}", dtype, str(op), shape))
+    return tensors
+
+
+def submit(kind, name, dtype, op, shape, rank, n):
+    if kind == "allreduce":
+        return mpirep.allreduce_async(reduce_input(op, rank, n, shape, dtype), op=OPS[op], name=name)
+    if kind == "allgather":
+        return mpirep.allgather_async(pattern(rank, shape, dtype), name=name)
+    return mpirep.broadcast_async(pattern(rank, shape, dtype), root_rank=len(name) % n, name=name)
+
+
+def check(kind, name, dtype, op, shape, n, result):
+    if kind == "allreduce":
+        assert_reduced(result, op, n, shape, dtype, what=name)
+    elif kind == "allgather":
+        expected = np.concatenate([pattern(r, shape, dtype) for r in range(n)])
+        np.testing.assert_array_equal(result, expected, strict=True, err_msg=name)
+    else:
+        np.testing.assert_array_equal(result, pattern(len(name) % n, shape, dtype), strict=True,
+                                      err_msg=name)
+
+
+def test_many_in_flight_in_rank_specific_order():
+    n, rank = mpirep.size(), mpirep.rank()
+    tensors = plan(IN_FLIGHT)
+    rng = np.random.default_rng(rank + 1)
+    handles = {}
+    for i in rng.permutation(len(tensors)):
+        handles[i] = submit(*tensors[i], rank, n)
+    results = {i: mpirep.synchronize(handles[i]) for i in rng.permutation(len(tensors))}
+    for i, t in enumerate(tensors):
+        check(*t, n, results[i])
+    assert_identical_across_ranks([results[i] for i in range(len(tensors))])
+
+
+def test_poll_turns_true_and_synchronize_returns_result():
+    n, rank = mpirep.size(), mpirep.rank()
+    dtype = np.dtype(np.float32)
+    handle = mpirep.allreduce_async(reduce_input("Sum", rank, n, (64,), dtype), op=mpirep.Sum)
+    while not mpirep.poll(handle):
+        pass
+    assert mpirep.poll(handle) is True
+    assert_reduced(mpirep.synchronize(handle), "Sum", n, (64,), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.float64)], ids=dtype_id)
+def test_every_async_form_matches_blocking(dtype):
+    n, rank = mpirep.size(), mpirep.rank()
+    splits = [(rank + d) % 2 for d in range(n)]
+    x = pattern(rank, (sum(splits), 2), dtype)
+    even = pattern(rank, (2 * n, 3), dtype)
+    forms = {
+        "allreduce": (mpirep.allreduce_async, mpirep.allreduce,
+                      (reduce_input("Max", rank, n, (9,), dtype),), {"op": mpirep.Max}),
+        "grouped": (mpirep.grouped_allreduce_async, mpirep.grouped_allreduce,
+                    ([pattern(rank, (3,), dtype), pattern(rank, (2, 2), dtype)],), {"op": mpirep.Min}),
+        "allgather": (mpirep.allgather_async, mpirep.allgather, (pattern(rank, (rank + 1,), dtype),), {}),
+        "broadcast": (mpirep.broadcast_async, mpirep.broadcast, (pattern(rank, (4,), dtype), n - 1), {}),
+        "reducescatter": (mpirep.reducescatter_async, mpirep.reducescatter,
+                          (reduce_input("Sum", rank, n, (7,), dtype),), {"op": mpirep.Sum}),
+        "alltoall": (mpirep.alltoall_async, mpirep.alltoall, (even,), {}),
+        "alltoall_splits": (mpirep.alltoall_async, mpirep.alltoall, (x,), {"splits": splits}),
+    }
+    handles = {key: a(*args, **kw) for key, (a, _, args, kw) in forms.items()}
+    from_async = {key: mpirep.synchronize(h) for key, h in handles.items()}
+    from_blocking = {key: b(*args, **kw) for key, (_, b, args, kw) in forms.items()}
+    for key in forms:
+        got, want = from_async[key], from_blocking[key]
+        if key == "alltoall_splits":
+            assert isinstance(got, tuple) and len(got) == 2, key
+            np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]), err_msg=key)
+            got, want = got[0], want[0]
+        if key == "grouped":
+            assert isinstance(got, list) and len(got) == 2
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w, strict=True, err_msg=key)
+        else:
+            np.testing.assert_array_equal(got, want, strict=True, err_msg=key)
+
+
+def test_name_can_be_reused_once_complete():
+    n, rank = mpirep.size(), mpirep.rank()
+    dtype = np.dtype(np.int32)
+    for step in range(3):
+        x = reduce_input("Sum", rank, n, (5,), dtype) * (step + 1)
+        result = mpirep.allreduce(x, op=mpirep.Sum, name="reused")
+        assert_reduced(result, "Sum", n, (5,), dtype,
+                       expected=(step + 1) * reduce_expected("Sum", n, (5,), dtype))
+
+
+def test_barrier_returns_on_every_rank():
+    assert mpirep.barrier() is None
