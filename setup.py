@@ -1,0 +1,43 @@
+"""Build mpirep: the Python package and its C++ core, the extension mpirep._core.
+
+Static metadata lives in pyproject.toml; this file adds what depends on the machine: the MPI
+that the core is compiled against (buildtools/mpi.py) and, when that MPI came from a PyPI
+wheel, that wheel as a run-time dependency.
+"""
+
+import glob
+import os
+import sys
+
+from pybind11.setup_helpers import Pybind11Extension
+from setuptools import find_packages, setup
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from buildtools.build_ext import BuildExt  # noqa: E402
+from buildtools.mpi import find_mpi  # noqa: E402
+
+RUNTIME_REQUIREMENTS = ["numpy", "mpi4py", "ml_dtypes"]
+
+core = Pybind11Extension(
+    "mpirep._core",
+    sources=sorted(glob.glob("native/*.cc")),
+    include_dirs=["native"],
+    depends=sorted(glob.glob("native/*.h")),
+    cxx_std=17,
+    # mpi.h pulls in the MPI C++ bindings when compiled as C++ unless told not to
+    define_macros=[("OMPI_SKIP_MPICXX", "1"), ("MPICH_SKIP_MPICXX", "1")],
+    extra_compile_args=["-O3"],
+)
+
+mpi = find_mpi()
+mpi_requirement = mpi and mpi.requirement()
+
+setup(
+    # the launcher lives at the top of the checkout and is installed inside the package
+    packages=find_packages(include=["mpirep", "mpirep.*"]) + ["mpirep.launch"],
+    package_dir={"mpirep.launch": "launch"},
+    package_data={"mpirep.launch": ["slurm/*.sbatch"]},
+    ext_modules=[core],
+    cmdclass={"build_ext": BuildExt},
+    install_requires=RUNTIME_REQUIREMENTS + ([mpi_requirement] if mpi_requirement else []),
+)
