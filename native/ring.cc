@@ -50,7 +50,7 @@ void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& 
   const int n = transport_.size(), r = transport_.rank();
   const size_t esize = ElementSize(dtype);
   if (n == 1) {
-    if (in != out) std::memcpy(out, in, segments[0] * esize);
+    if (in != out && segments[0] > 0) std::memcpy(out, in, segments[0] * esize);
     if (segments[0] > 0) finish(out, segments[0]);
     return;
   }

@@ -1,0 +1,124 @@
+// Negotiation bookkeeping: readiness, order, mismatch messages, shutdown and stall reports.
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "coordinator.h"
+
+using namespace mpirep;
+
+namespace {
+
+Request Make(int rank, const std::string& name, Shape shape, Collective c = Collective::ALLREDUCE) {
+  Request r;
+  r.rank = rank;
+  r.name = name;
+  r.shape = std::move(shape);
+  r.collective = c;
+  return r;
+}
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+void RunCoordinatorTests() {
+  const auto t0 = Coordinator::Clock::now();
+  {
+    // Ready only when every rank submitted; in completion order, not submission order.
+    Coordinator c(3);
+    c.Submit(Make(0, "a", {2}), t0);
+    c.Submit(Make(0, "b", {2}), t0);
+    c.Submit(Make(1, "b", {2}), t0);
+    c.Submit(Make(1, "a", {2}), t0);
+    CHECK(c.TakeReady().empty());
+    c.Submit(Make(2, "b", {2}), t0);
+    c.Submit(Make(2, "a", {2}), t0);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 2);
+    CHECK(ready[0].names[0] == "b" && ready[1].names[0] == "a");
+    CHECK(ready[0].kind == Response::Kind::EXECUTE && ready[0].bytes == 8);
+    CHECK(!c.HasPending());
+  }
+  {
+    // A shape mismatch names the tensor and every rank's value, grouped.
+    Coordinator c(3);
+    c.Submit(Make(0, "w", {2, 3}), t0);
+    c.Submit(Make(1, "w", {3}), t0);
+    c.Submit(Make(2, "w", {2, 3}), t0);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::ERROR);
+    CHECK(ready[0].error_code == StatusCode::MISMATCH);
+    CHECK(ready[0].error == "mismatched shapes for tensor 'w': [2, 3] on ranks 0, 2; [3] on rank 1",
+          << ready[0].error);
+  }
+  {
+    // dtype, op, root, scale factors, collective.
+    Coordinator c(2);
+    Request a = Make(0, "d", {4}), b = Make(1, "d", {4});
+    b.dtype = DataType::FLOAT64;
+    c.Submit(a, t0);
+    c.Submit(b, t0);
+    CHECK(Contains(c.TakeReady()[0].error, "mismatched data types for tensor 'd': float32 on rank 0; float64 on rank 1"));
+    a.name = b.name = "o";
+    b.dtype = a.dtype;
+    b.op = ReduceOp::MAX;
+    c.Submit(a, t0);
+    c.Submit(b, t0);
+    CHECK(Contains(c.TakeReady()[0].error, "mismatched reduction ops"));
+    a.name = b.name = "s";
+    b.op = a.op;
+    b.postscale = 0.5;
+    c.Submit(a, t0);
+    c.Submit(b, t0);
+    CHECK(Contains(c.TakeReady()[0].error, "mismatched postscale factors for tensor 's': 1 on rank 0; 0.5 on rank 1"));
+    Request r0 = Make(0, "r", {4}, Collective::BROADCAST), r1 = Make(1, "r", {4}, Collective::BROADCAST);
+    r1.root = 1;
+    c.Submit(r0, t0);
+    c.Submit(r1, t0);
+    CHECK(Contains(c.TakeReady()[0].error, "mismatched root ranks"));
+    c.Submit(Make(0, "k", {4}, Collective::ALLREDUCE), t0);
+    c.Submit(Make(1, "k", {4}, Collective::BROADCAST), t0);
+    CHECK(Contains(c.TakeReady()[0].error, "mismatched collective operations for tensor 'k': allreduce on rank 0; broadcast on rank 1"));
+  }
+  {
+    // Allgather: first dimensions may differ and are reported per rank; the rest must match.
+    Coordinator c(2);
+    c.Submit(Make(0, "g", {2, 5}, Collective::ALLGATHER), t0);
+    c.Submit(Make(1, "g", {7, 5}, Collective::ALLGATHER), t0);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready[0].kind == Response::Kind::EXECUTE && ready[0].rank_sizes == (std::vector<int64_t>{2, 7}));
+    c.Submit(Make(0, "h", {2, 5}, Collective::ALLGATHER), t0);
+    c.Submit(Make(1, "h", {2, 6}, Collective::ALLGATHER), t0);
+    CHECK(c.TakeReady()[0].kind == Response::Kind::ERROR);
+  }
+  {
+    // A rank shutting down fails what still waits for it, now and later.
+    Coordinator c(2);
+    c.Submit(Make(0, "p", {1}), t0);
+    c.RankShutDown(1);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::SHUT_DOWN);
+    CHECK(Contains(ready[0].error, "rank 1 shut down"), << ready[0].error);
+    c.Submit(Make(0, "q", {1}), t0);
+    CHECK(c.TakeReady()[0].error_code == StatusCode::SHUT_DOWN);
+    CHECK(!c.AllShutDown());
+    c.RankShutDown(0);
+    CHECK(c.AllShutDown());
+  }
+  {
+    // Stall reports name the waiting tensor and the missing ranks, once per period.
+    Coordinator c(3);
+    c.Submit(Make(0, "slow", {1}), t0);
+    c.Submit(Make(2, "slow", {1}), t0);
+    const auto period = std::chrono::seconds(5);
+    CHECK(c.StallWarnings(t0 + std::chrono::seconds(1), period).empty());
+    std::vector<std::string> lines = c.StallWarnings(t0 + std::chrono::seconds(6), period);
+    CHECK(lines.size() == 1);
+    CHECK(!lines.empty() && Contains(lines[0], "'slow'") && Contains(lines[0], "submitted by ranks 0, 2; missing rank 1"),
+          << (lines.empty() ? "" : lines[0]));
+    CHECK(c.StallWarnings(t0 + std::chrono::seconds(7), period).empty());
+    CHECK(c.StallWarnings(t0 + std::chrono::seconds(12), period).size() == 1);
+    CHECK(c.StalledLongerThan(t0 + std::chrono::seconds(12), std::chrono::seconds(10)));
+  }
+}

@@ -1,0 +1,18 @@
+// Unit tests of the core's MPI-free parts. Exit status 0 only if every check passed.
+#include <cstdio>
+
+#include "check.h"
+
+void RunRingTests();
+void RunFusionTests();
+void RunCoordinatorTests();
+void RunMessageTests();
+
+int main() {
+  RunMessageTests();
+  RunFusionTests();
+  RunCoordinatorTests();
+  RunRingTests();
+  std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
+  return mpirep_test::failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,180 @@
+// The ring collectives with 1..8 ranks as threads over InProcessTransport, at sizes that hit
+// the edge cases: empty, a single element, fewer elements than ranks, uneven segments, and many
+// chunks (a chunk of 64 bytes). Inputs depend on rank and index; expected values are closed
+// forms; every rank must hold the same bits.
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+#include "half.h"
+#include "inproc_transport.h"
+#include "ring.h"
+
+using namespace mpirep;
+
+namespace {
+
+// Runs body(transport) on `n` threads, one per rank.
+void OnRanks(int n, const std::function<void(Transport&)>& body) {
+  InProcessWorld world(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      InProcessTransport transport(world, r);
+      body(transport);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+int64_t Factor(int64_t i) { return i % 7 + 1; }
+
+int64_t Factorial(int n) { return n <= 1 ? 1 : n * Factorial(n - 1); }
+
+int64_t Power(int64_t b, int e) { return e == 0 ? 1 : b * Power(b, e - 1); }
+
+// x_r[i] = (r + 1) * (i % 7 + 1), reduced over ranks 0..n-1.
+int64_t Expected(ReduceOp op, int n, int64_t i) {
+  const int64_t f = Factor(i);
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVERAGE:
+      return f * n * (n + 1) / 2;
+    case ReduceOp::MIN:
+      return f;
+    case ReduceOp::MAX:
+      return f * n;
+    case ReduceOp::PRODUCT:
+      return Power(f, n) * Factorial(n);
+  }
+  return 0;
+}
+
+template <typename T>
+void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, bool in_place, size_t chunk) {
+  std::vector<std::vector<T>> results(n);
+  OnRanks(n, [&](Transport& t) {
+    std::vector<T> in(count), out(count);
+    for (int64_t i = 0; i < count; ++i) in[i] = static_cast<T>((t.rank() + 1) * Factor(i));
+    Ring ring(t, chunk);
+    T* target = in_place ? in.data() : out.data();
+    ring.Allreduce(in.data(), target, count, dtype, op, [](void*, int64_t) {});
+    results[t.rank()].assign(target, target + count);
+  });
+  for (int64_t i = 0; i < count; ++i) {
+    CHECK(results[0][i] == static_cast<T>(Expected(op, n, i)),
+          << "n=" << n << " count=" << count << " op=" << ReduceOpName(op) << " i=" << i
+          << " got " << static_cast<double>(results[0][i]));
+  }
+  for (int r = 1; r < n; ++r) {
+    CHECK(results[r] == results[0],
+          << "rank " << r << " differs from rank 0, n=" << n << " count=" << count);
+  }
+}
+
+// The finishing step runs exactly once per element, on the segment's owner, before sharing.
+void CheckFinishIsAppliedOnce(int n, int64_t count) {
+  std::vector<std::vector<double>> results(n);
+  OnRanks(n, [&](Transport& t) {
+    std::vector<double> buf(count);
+    for (int64_t i = 0; i < count; ++i) buf[i] = (t.rank() + 1) * Factor(i);
+    Ring ring(t, 64);
+    ring.Allreduce(buf.data(), buf.data(), count, DataType::FLOAT64, ReduceOp::SUM, [](void* data, int64_t c) {
+      for (int64_t i = 0; i < c; ++i) static_cast<double*>(data)[i] *= 0.5;
+    });
+    results[t.rank()] = buf;
+  });
+  for (int r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < count; ++i) {
+      CHECK(results[r][i] == 0.5 * Expected(ReduceOp::SUM, n, i), << "n=" << n << " r=" << r << " i=" << i);
+    }
+  }
+}
+
+// Allgather with a different row count per rank (allgatherv).
+void CheckUnevenAllgather(int n) {
+  std::vector<int64_t> segments;
+  for (int r = 0; r < n; ++r) segments.push_back(r % 3 == 1 ? 0 : 5 * r + 3);
+  int64_t total = 0;
+  for (int64_t s : segments) total += s;
+  std::vector<std::vector<int32_t>> results(n);
+  OnRanks(n, [&](Transport& t) {
+    std::vector<int32_t> buf(total, -1);
+    int64_t offset = 0;
+    for (int r = 0; r < t.rank(); ++r) offset += segments[r];
+    for (int64_t i = 0; i < segments[t.rank()]; ++i) buf[offset + i] = 1000 * t.rank() + static_cast<int32_t>(i);
+    Ring ring(t, 64);
+    ring.Allgather(buf.data(), segments, sizeof(int32_t));
+    results[t.rank()] = buf;
+  });
+  for (int r = 0; r < n; ++r) {
+    int64_t at = 0;
+    for (int owner = 0; owner < n; ++owner) {
+      for (int64_t i = 0; i < segments[owner]; ++i, ++at) {
+        CHECK(results[r][at] == 1000 * owner + i, << "n=" << n << " rank " << r << " element " << at);
+      }
+    }
+  }
+}
+
+// Reduce-scatter into segments of different sizes: rank r's segment holds the full sum.
+void CheckReduceScatter(int n) {
+  std::vector<int64_t> segments;
+  for (int r = 0; r < n; ++r) segments.push_back((r * 7) % 5);
+  int64_t total = 0;
+  for (int64_t s : segments) total += s;
+  std::vector<std::vector<int64_t>> results(n);
+  OnRanks(n, [&](Transport& t) {
+    std::vector<int64_t> in(total), out(total, 0);
+    for (int64_t i = 0; i < total; ++i) in[i] = (t.rank() + 1) * Factor(i);
+    Ring ring(t, 64);
+    ring.ReduceScatter(in.data(), out.data(), segments, DataType::INT64, ReduceOp::SUM, [](void*, int64_t) {});
+    results[t.rank()] = out;
+  });
+  int64_t offset = 0;
+  for (int r = 0; r < n; ++r) {
+    for (int64_t i = offset; i < offset + segments[r]; ++i) {
+      CHECK(results[r][i] == Expected(ReduceOp::SUM, n, i), << "n=" << n << " rank " << r << " i=" << i);
+    }
+    offset += segments[r];
+  }
+}
+
+void CheckHalfPrecision(int n) {
+  const int64_t count = 37;
+  std::vector<std::vector<uint16_t>> results(n);
+  OnRanks(n, [&](Transport& t) {
+    std::vector<BFloat16> buf(count);
+    for (int64_t i = 0; i < count; ++i) buf[i] = FloatToBFloat16(static_cast<float>((t.rank() + 1) * Factor(i)));
+    Ring ring(t, 64);
+    ring.Allreduce(buf.data(), buf.data(), count, DataType::BFLOAT16, ReduceOp::SUM, [](void*, int64_t) {});
+    for (BFloat16 v : buf) results[t.rank()].push_back(v.bits);
+  });
+  for (int64_t i = 0; i < count; ++i) {
+    BFloat16 v{results[0][i]};
+    CHECK(BFloat16ToFloat(v) == static_cast<float>(Expected(ReduceOp::SUM, n, i)), << "bf16 n=" << n << " i=" << i);
+  }
+  for (int r = 1; r < n; ++r) CHECK(results[r] == results[0], << "bf16 rank " << r << " differs");
+}
+
+}  // namespace
+
+void RunRingTests() {
+  const ReduceOp ops[] = {ReduceOp::SUM, ReduceOp::MIN, ReduceOp::MAX, ReduceOp::PRODUCT};
+  for (int n = 1; n <= 8; ++n) {
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{n}, int64_t{n + 1},
+                          int64_t{7 * n + 3}, int64_t{1000}}) {
+      for (ReduceOp op : ops) CheckAllreduce<int64_t>(n, count, DataType::INT64, op, false, 64);
+      CheckAllreduce<int64_t>(n, count, DataType::INT64, ReduceOp::SUM, true, 64);
+      CheckAllreduce<float>(n, count, DataType::FLOAT32, ReduceOp::SUM, true, 1 << 20);
+      CheckAllreduce<double>(n, count, DataType::FLOAT64, ReduceOp::MAX, false, 128);
+      CheckAllreduce<int8_t>(n, count, DataType::INT8, ReduceOp::MIN, false, 64);
+    }
+    CheckFinishIsAppliedOnce(n, 333);
+    CheckUnevenAllgather(n);
+    CheckReduceScatter(n);
+    CheckHalfPrecision(n);
+  }
+}
