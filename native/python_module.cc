@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "buffer_pool.h"
 #include "c_api.h"
 #include "session.h"
 
@@ -17,6 +18,12 @@ namespace py = pybind11;
 
 namespace mpirep {
 namespace {
+
+// Output memory of every operation; 1 GiB of it may wait for reuse.
+BufferPool& OutputPool() {
+  static BufferPool* pool = new BufferPool(size_t{1} << 30);  // never destroyed: arrays may outlive the module
+  return *pool;
+}
 
 // What the background thread hands back for one operation.
 struct Completion {
@@ -28,15 +35,20 @@ struct Completion {
   std::vector<int64_t> received_splits;
   size_t element_size = 1;
   Shape shape;
-  void* output = nullptr;  // malloc'd; owned here until handed to numpy
-  ~Completion() { std::free(output); }
+  void* output = nullptr;  // from OutputPool(); owned here until handed to numpy
+  size_t capacity = 0;
+  ~Completion() { OutputPool().Put(output, capacity); }
+};
+
+struct PooledBlock {
+  void* data;
+  size_t capacity;
 };
 
 void* AllocateOutput(void* user, int ndim, const int64_t* shape) {
   Completion* c = static_cast<std::shared_ptr<Completion>*>(user)->get();
   c->shape.assign(shape, shape + ndim);
-  const size_t bytes = std::max<size_t>(1, NumElements(c->shape) * c->element_size);
-  c->output = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  c->output = OutputPool().Get(NumElements(c->shape) * c->element_size, &c->capacity);
   return c->output;
 }
 
@@ -81,10 +93,14 @@ class Handle {
   py::tuple TakeOutput() {
     Completion& c = *completion_;
     const size_t bytes = NumElements(c.shape) * c.element_size;
-    void* data = c.output;
+    auto* block = new PooledBlock{c.output, c.capacity};
     c.output = nullptr;
-    py::capsule owner(data, [](void* p) { std::free(p); });
-    py::array_t<uint8_t> flat({static_cast<py::ssize_t>(bytes)}, {1}, static_cast<uint8_t*>(data), owner);
+    py::capsule owner(block, [](void* p) {
+      auto* b = static_cast<PooledBlock*>(p);
+      OutputPool().Put(b->data, b->capacity);
+      delete b;
+    });
+    py::array_t<uint8_t> flat({static_cast<py::ssize_t>(bytes)}, {1}, static_cast<uint8_t*>(block->data), owner);
     return py::make_tuple(flat, py::cast(c.shape));
   }
 
