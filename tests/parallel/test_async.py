@@ -1,5 +1,8 @@
 """Async handles: many named tensors in flight at once, submitted in a different order on each
-rank, and every async form returning what its blocking form returns."""
+rank; several Python threads submitting at once; and every async form returning what its
+blocking form returns."""
+import concurrent.futures
+
 import numpy as np
 import pytest
 
@@ -115,3 +118,19 @@ def test_name_can_be_reused_once_complete():
 
 def test_barrier_returns_on_every_rank():
     assert mpirep.barrier() is None
+
+
+def test_several_python_threads_submit_at_once():
+    n, rank = mpirep.size(), mpirep.rank()
+    dtype = np.dtype(np.float32)
+    threads, per_thread = 4, 40
+
+    def work(t):
+        return [mpirep.allreduce(reduce_input("Sum", rank, n, (t * 10 + i,), dtype),
+                                 op=mpirep.Sum, name=f"thread{t}.{i}") for i in range(per_thread)]
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        results = list(pool.map(work, range(threads)))
+    for t, got in enumerate(results):
+        for i, result in enumerate(got):
+            assert_reduced(result, "Sum", n, (t * 10 + i,), dtype, what=f"thread{t}.{i}")

@@ -8,6 +8,8 @@ rank's failure text is gathered, so rank 0's report alone shows them all.
 A rank that failed waits for the others only up to a deadline: if they are stuck in a
 collective the failed rank will never join, it prints its failure and aborts the whole job.
 When MPIREP_TEST_REPORT_DIR is set, each rank also appends its own failures to rank<N>.txt there.
+Only rank 0 prints pytest's report. Load it with `-p verdict`, or import its pytest_configure
+into a conftest.
 """
 import os
 import sys
@@ -73,5 +75,14 @@ class RankVerdict:
             f.write(report.longreprtext + "\n")
 
 
-def deadline_from_env():
-    return float(os.environ.get("MPIREP_TEST_VERDICT_TIMEOUT", "60"))
+@pytest.hookimpl(trylast=True)  # after pytest has registered its terminal reporter
+def pytest_configure(config):
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD.Dup()
+    deadline_s = float(os.environ.get("MPIREP_TEST_VERDICT_TIMEOUT", "60"))
+    config.pluginmanager.register(
+        RankVerdict(comm, deadline_s, os.environ.get("MPIREP_TEST_REPORT_DIR")),
+        "mpirep-rank-verdict")
+    if comm.rank != 0:
+        config.pluginmanager.unregister(name="terminalreporter")
