@@ -24,6 +24,8 @@ class Config:
     stall_check_time_seconds: float = 60.0
     #: Abort the job when a collective has waited this long, in seconds (0: never).
     stall_shutdown_time_seconds: float = 0.0
+    #: Rank 0 writes a Chrome trace of negotiation and collectives to this file ("": none).
+    timeline: str = ""
 
     @classmethod
     def load(cls, environ=None, **overrides):

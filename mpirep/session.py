@@ -33,6 +33,7 @@ def init(comm=None, **settings):
         chunk_bytes=config.chunk_bytes,
         stall_check_seconds=config.stall_check_time_seconds,
         stall_shutdown_seconds=config.stall_shutdown_time_seconds,
+        timeline_path=config.timeline,
     )
     _config = config
     _topology = native.topology()

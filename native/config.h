@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace mpirep {
 
@@ -12,6 +13,7 @@ struct Config {
   int64_t chunk_bytes;             // unit of pipelining in the ring
   double stall_check_seconds;      // warn about tensors waited on this long (0: never)
   double stall_shutdown_seconds;   // abort the job when one waits this long (0: never)
+  std::string timeline_path;       // rank 0 writes a Chrome trace here ("": none)
 };
 
 }  // namespace mpirep

@@ -174,15 +174,16 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "init",
       [](int fortran_comm, int64_t fusion_threshold_bytes, double cycle_time_ms, int64_t chunk_bytes,
-         double stall_check_seconds, double stall_shutdown_seconds) {
+         double stall_check_seconds, double stall_shutdown_seconds, std::string timeline_path) {
         const Config config{fusion_threshold_bytes, cycle_time_ms, chunk_bytes, stall_check_seconds,
-                            stall_shutdown_seconds};
+                            stall_shutdown_seconds, std::move(timeline_path)};
         const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm));
         py::gil_scoped_release release;
         StartSession(comm, config);
       },
       py::arg("fortran_comm"), py::arg("fusion_threshold_bytes"), py::arg("cycle_time_ms"),
-      py::arg("chunk_bytes"), py::arg("stall_check_seconds"), py::arg("stall_shutdown_seconds"));
+      py::arg("chunk_bytes"), py::arg("stall_check_seconds"), py::arg("stall_shutdown_seconds"),
+      py::arg("timeline_path"));
   m.def("shutdown", [] {
     py::gil_scoped_release release;
     EndSession();

@@ -88,7 +88,10 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
   executor_ = std::make_unique<Executor>(data_, config_);
-  if (topology_.rank == kCoordinator) coordinator_ = std::make_unique<Coordinator>(topology_.size);
+  if (topology_.rank == kCoordinator) {
+    coordinator_ = std::make_unique<Coordinator>(topology_.size);
+    timeline_ = std::make_unique<Timeline>(config_.timeline_path);
+  }
   last_stall_check_ = Coordinator::Clock::now();
 }
 
@@ -177,6 +180,7 @@ Status Runtime::Enqueue(Operation op) {
   Status valid = Validate(op.request);
   if (!valid.ok()) return valid;
   op.request.rank = topology_.rank;
+  op.enqueued_at = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!accepting_) {
@@ -324,9 +328,23 @@ void Runtime::Execute(const Response& response) {
     ops.push_back(&it->second);
   }
   std::vector<int64_t> received_splits;
+  const auto start = std::chrono::steady_clock::now();
   const std::vector<Status> statuses = executor_->Run(response, ops, &received_splits);
+  if (timeline_ && timeline_->enabled()) Record(response, ops, start);
   for (size_t i = 0; i < response.names.size(); ++i) {
     Complete(response.names[i], statuses[i], received_splits);
+  }
+}
+
+void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
+                     std::chrono::steady_clock::time_point start) {
+  const auto end = std::chrono::steady_clock::now();
+  int64_t bytes = 0;
+  for (const Operation* op : ops) bytes += NumElements(op->request.shape) * ElementSize(op->request.dtype);
+  const std::string detail = std::to_string(ops.size()) + " tensor(s), " + std::to_string(bytes) + " bytes";
+  for (const Operation* op : ops) {
+    timeline_->Phase(op->request.name, "NEGOTIATE", op->enqueued_at, start);
+    timeline_->Phase(op->request.name, CollectiveName(response.collective), start, end, detail);
   }
 }
 

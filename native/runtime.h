@@ -18,6 +18,7 @@
 #include "coordinator.h"
 #include "executor.h"
 #include "operation.h"
+#include "timeline.h"
 
 namespace mpirep {
 
@@ -55,6 +56,8 @@ class Runtime {
   bool ReceiveResponses();
   void WarnAboutStalls();
   void Execute(const Response& response);
+  void Record(const Response& response, const std::vector<Operation*>& ops,
+              std::chrono::steady_clock::time_point start);
   void Complete(const std::string& name, const Status& status,
                 const std::vector<int64_t>& received_splits = {});
   void SendControl(int to, int tag, std::string bytes);
@@ -80,6 +83,7 @@ class Runtime {
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  std::unique_ptr<Timeline> timeline_;        // rank 0 only, when configured
   std::unordered_map<std::string, Operation> submitted_;
   struct Outgoing {
     MPI_Request request;
