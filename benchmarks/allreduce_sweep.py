@@ -1,0 +1,55 @@
+"""Allreduce sweep, 4 KiB to 256 MiB of float32: mpirep.allreduce(op=Sum) against mpi4py's
+comm.Allreduce on the same buffer, in the same run. Run under mpirun."""
+import numpy as np
+from mpi4py import MPI
+
+import mpirep
+from common import (busbw, exact_floats, human_bytes, median_times, parse_args, print_table,
+                    start, write_json)
+
+SIZES = [4 << 10 << 2 * i for i in range(9)]  # 4 KiB, 16 KiB, ... 256 MiB
+
+
+def repeats_for(nbytes):
+    return max(5, min(50, (512 << 20) // nbytes))
+
+
+def main():
+    args = parse_args(__doc__, lambda p: (
+        p.add_argument("--max-bytes", type=int, default=SIZES[-1]),
+        p.add_argument("--plot", help="draw bus bandwidth against size into this PNG (rank 0)")))
+    comm = MPI.COMM_WORLD.Dup()
+    config = start(args)
+    n = comm.size
+    rows = []
+    for nbytes in [s for s in SIZES if s <= args.max_bytes]:
+        buf = exact_floats(comm.rank, nbytes // 4)
+        out = np.empty_like(buf)
+        mine = mpirep.allreduce(buf, op=mpirep.Sum)
+        comm.Allreduce(buf, out, op=MPI.SUM)
+        assert np.array_equal(mine, out), f"mpirep and MPI disagree at {nbytes} bytes"
+        del mine
+        t = median_times(comm, {
+            "mpirep": lambda: mpirep.allreduce(buf, op=mpirep.Sum),
+            "mpi": lambda: comm.Allreduce(buf, out, op=MPI.SUM),
+        }, repeats_for(nbytes))
+        rows.append({"bytes": nbytes, "repeats": repeats_for(nbytes),
+                     "mpirep_s": t["mpirep"], "mpi_s": t["mpi"],
+                     "mpirep_busbw": busbw(nbytes, t["mpirep"], n),
+                     "mpi_busbw": busbw(nbytes, t["mpi"], n), "ratio": t["mpirep"] / t["mpi"]})
+    print_table(comm, f"allreduce float32 Sum, np={n}, config={config or 'default'} "
+                "(ratio = mpirep time / MPI_Allreduce time; < 1 is faster)",
+                ["size", "mpirep ms", "MPI ms", "mpirep GB/s", "MPI GB/s", "ratio"],
+                [[human_bytes(r["bytes"]), f"{r['mpirep_s'] * 1e3:.3f}", f"{r['mpi_s'] * 1e3:.3f}",
+                  f"{r['mpirep_busbw']:.2f}", f"{r['mpi_busbw']:.2f}", f"{r['ratio']:.2f}"]
+                 for r in rows])
+    result = {"np": n, "config": config, "rows": rows}
+    write_json(comm, args.json, result)
+    if args.plot and comm.rank == 0:
+        from plot import plot_sweep
+        plot_sweep({f"np={n}": result}, args.plot)
+    mpirep.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Shared pieces of the benchmarks: start-up, synchronised timing, medians, tables, JSON.
+
+Every timing is taken between two barriers on an mpi4py communicator of our own, as the slowest
+rank's time (an allreduce of MAX), so one number describes the collective, not one rank.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import mpirep
+
+
+def parse_args(description, extra=None):
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--json", help="write the results to this file (rank 0)")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=INT",
+                        help="an mpirep.init() setting, e.g. fusion_threshold=67108864")
+    if extra:
+        extra(parser)
+    return parser.parse_args()
+
+
+def start(args):
+    """Initialise mpirep with the --config settings; returns them."""
+    config = {}
+    for item in args.config:
+        key, value = item.split("=", 1)
+        config[key] = int(value)
+    mpirep.init(**config)
+    return config
+
+
+def timed(comm, fn):
+    comm.Barrier()
+    start_s = time.perf_counter()
+    fn()
+    elapsed = time.perf_counter() - start_s
+    return comm.allreduce(elapsed, op=MPI.MAX)
+
+
+def median_times(comm, methods, repeats, warmup=2):
+    """Median seconds per method; the methods take turns so that drift hits them alike."""
+    samples = {name: [] for name in methods}
+    for i in range(warmup + repeats):
+        for name, fn in methods.items():
+            seconds = timed(comm, fn)
+            if i >= warmup:
+                samples[name].append(seconds)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def busbw(nbytes, seconds, n):
+    """Bus bandwidth in GB/s, as NCCL's and the OSU benchmarks report it."""
+    return nbytes / seconds * 2 * (n - 1) / n / 1e9 if n > 1 else float("nan")
+
+
+def exact_floats(rank, count):
+    """float32 values whose sums are exact, so every algorithm's result is bit-identical."""
+    return ((rank + 1) * (np.arange(count, dtype=np.int64) % 7 + 1)).astype(np.float32)
+
+
+def print_table(comm, title, header, rows):
+    if comm.rank != 0:
+        return
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    print(f"\n{title}")
+    for row in [header, ["-" * w for w in widths], *rows]:
+        print("  ".join(str(c).rjust(w) for c, w in zip(row, widths)))
+
+
+def write_json(comm, path, data):
+    if comm.rank == 0 and path:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
+
+
+def human_bytes(nbytes):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024 or unit == "GiB":
+            return f"{nbytes:g} {unit}"
+        nbytes /= 1024

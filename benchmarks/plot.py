@@ -1,0 +1,24 @@
+"""Draw the allreduce sweep: bus bandwidth against message size, mpirep and MPI_Allreduce."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot_sweep(runs, path):
+    """runs: {label: sweep result dict as allreduce_sweep.py writes it}."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, run in runs.items():
+        sizes = [row["bytes"] for row in run["rows"]]
+        for key, style in (("mpirep_busbw", "-o"), ("mpi_busbw", "--s")):
+            name = "mpirep" if key.startswith("mpirep") else "MPI_Allreduce"
+            ax.plot(sizes, [row[key] for row in run["rows"]], style, label=f"{name}, {label}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes, float32)")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.set_title("allreduce (Sum), median over repeats")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,64 @@
+"""Many small tensors: 1,000 async mpirep allreduces of 4 KiB each, submitted together, against
+1,000 per-tensor MPI_Allreduce calls; the latency of one blocking mpirep allreduce of 4 KiB
+against one MPI_Allreduce; and what an idle mpirep costs others: MPI_Allreduce latency before
+mpirep.init against after it. Run under mpirun."""
+import numpy as np
+from mpi4py import MPI
+
+import mpirep
+from common import exact_floats, median_times, parse_args, print_table, start, write_json
+
+COUNT = 1000
+FLOATS = 1024  # 4 KiB of float32
+
+
+def main():
+    args = parse_args(__doc__, lambda p: p.add_argument("--repeats", type=int, default=15))
+    comm = MPI.COMM_WORLD.Dup()
+    tensors = [exact_floats(comm.rank + i, FLOATS) for i in range(COUNT)]
+    outs = [np.empty_like(x) for x in tensors]
+    one, one_out = tensors[0], outs[0]
+
+    def mpi_one():
+        comm.Allreduce(one, one_out, op=MPI.SUM)
+
+    before_init = median_times(comm, {"mpi": mpi_one}, args.repeats * 20)["mpi"]
+    config = start(args)
+
+    def mpirep_batch():
+        handles = [mpirep.allreduce_async(x, op=mpirep.Sum, name=f"small.{i}")
+                   for i, x in enumerate(tensors)]
+        return [mpirep.synchronize(h) for h in handles]
+
+    def mpi_batch():
+        for x, out in zip(tensors, outs):
+            comm.Allreduce(x, out, op=MPI.SUM)
+
+    for got, x, out in zip(mpirep_batch(), tensors, outs):
+        comm.Allreduce(x, out, op=MPI.SUM)
+        assert np.array_equal(got, out)
+
+    batch = median_times(comm, {"mpirep": mpirep_batch, "mpi": mpi_batch}, args.repeats)
+    single = median_times(comm, {"mpirep": lambda: mpirep.allreduce(one, op=mpirep.Sum),
+                                 "mpi": mpi_one}, args.repeats * 20)
+    us = {"batch_mpirep": batch["mpirep"] / COUNT * 1e6, "batch_mpi": batch["mpi"] / COUNT * 1e6,
+          "single_mpirep": single["mpirep"] * 1e6, "single_mpi": single["mpi"] * 1e6,
+          "mpi_before_init": before_init * 1e6}
+    print_table(comm, f"4 KiB float32 allreduces, np={comm.size}, config={config or 'default'} "
+                "(ratio = mpirep / MPI)",
+                ["case", "mpirep us/tensor", "MPI us/tensor", "ratio"],
+                [[f"{COUNT} in flight", f"{us['batch_mpirep']:.1f}", f"{us['batch_mpi']:.1f}",
+                  f"{us['batch_mpirep'] / us['batch_mpi']:.2f}"],
+                 ["one at a time (blocking)", f"{us['single_mpirep']:.1f}", f"{us['single_mpi']:.1f}",
+                  f"{us['single_mpirep'] / us['single_mpi']:.2f}"]])
+    print_table(comm, "MPI_Allreduce of 4 KiB beside an idle mpirep (ratio = after / before init)",
+                ["before init us", "after init us", "ratio"],
+                [[f"{us['mpi_before_init']:.1f}", f"{us['single_mpi']:.1f}",
+                  f"{us['single_mpi'] / us['mpi_before_init']:.2f}"]])
+    write_json(comm, args.json, {"np": comm.size, "config": config, "repeats": args.repeats,
+                                 "us_per_tensor": us})
+    mpirep.shutdown()
+
+
+if __name__ == "__main__":
+    main()
