@@ -1,6 +1,7 @@
 """Starting and stopping mpirep, and where this process stands among the others."""
 
 import atexit
+import sys
 
 from mpirep._native import core
 from mpirep.config import Config
@@ -39,17 +40,32 @@ def init(comm=None, **settings):
     _topology = native.topology()
     if not _exit_hook_registered:
         atexit.register(shutdown)  # runs before mpi4py finalises MPI
+        sys.excepthook = _shutdown_on_uncaught(sys.excepthook)
         _exit_hook_registered = True
 
 
-def shutdown():
+def shutdown(reason=""):
     """Stops mpirep. Collective: returns once every rank has called it; operations still
-    pending fail with :class:`mpirep.ShutdownError`. Safe to call when not initialised."""
+    pending fail with :class:`mpirep.ShutdownError`. Safe to call when not initialised.
+
+    ``reason`` says this rank is stopping because it failed: the other ranks' pending and
+    later operations fail with an error that names this rank and quotes the reason."""
     global _topology
     if _topology is None:
         return
-    core().shutdown()
+    core().shutdown(reason)
     _topology = None
+
+
+def _shutdown_on_uncaught(previous_hook):
+    """An excepthook that, after the usual traceback, tells the other ranks why this one is
+    going away, so that they fail at once with that reason instead of waiting for it."""
+
+    def hook(kind, value, traceback):
+        previous_hook(kind, value, traceback)
+        shutdown(f"{kind.__name__}: {value}")
+
+    return hook
 
 
 def is_initialized():

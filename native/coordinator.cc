@@ -52,7 +52,7 @@ std::string ComparableShape(const Request& r) {
 
 }  // namespace
 
-Coordinator::Coordinator(int size) : size_(size), shut_down_(size, false) {}
+Coordinator::Coordinator(int size) : size_(size), shut_down_(size, false), departures_(size) {}
 
 void Coordinator::Submit(const Request& request, Clock::time_point now) {
   auto [it, inserted] = pending_.try_emplace(request.name);
@@ -66,15 +66,11 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
   p.by_rank[request.rank] = request;
   p.submitted[request.rank] = true;
   ++p.count;
-  std::vector<int> gone;
   for (int r = 0; r < size_; ++r) {
-    if (shut_down_[r] && !p.submitted[r]) gone.push_back(r);
-  }
-  if (!gone.empty()) {
-    Fail(request.name, StatusCode::SHUT_DOWN,
-         "tensor '" + request.name + "' cannot run: rank" + (gone.size() > 1 ? "s " : " ") +
-             RankList(gone) + " already shut down");
-    return;
+    if (shut_down_[r] && !p.submitted[r]) {
+      Fail(request.name, StatusCode::SHUT_DOWN, "tensor '" + request.name + "' cannot run: " + departures_[r]);
+      return;
+    }
   }
   if (p.count == size_) {
     Response decided = Decide(request.name, p);
@@ -143,17 +139,17 @@ void Coordinator::Fail(const std::string& name, StatusCode code, const std::stri
   pending_.erase(name);
 }
 
-void Coordinator::RankShutDown(int rank) {
+void Coordinator::RankShutDown(int rank, const std::string& reason) {
   shut_down_[rank] = true;
+  departures_[rank] = reason.empty() ? "rank " + std::to_string(rank) + " shut down"
+                                     : "rank " + std::to_string(rank) + " failed: " + reason;
   std::vector<std::string> doomed;
   for (const auto& [name, p] : pending_) {
     if (!p.submitted[rank]) doomed.push_back(name);
   }
   std::sort(doomed.begin(), doomed.end());  // a deterministic order, unlike the hash map's
   for (const std::string& name : doomed) {
-    Fail(name, StatusCode::SHUT_DOWN,
-         "tensor '" + name + "' cannot run: rank " + std::to_string(rank) +
-             " shut down without submitting it");
+    Fail(name, StatusCode::SHUT_DOWN, "tensor '" + name + "' cannot run: " + departures_[rank]);
   }
 }
 

@@ -21,8 +21,9 @@ class Coordinator {
   explicit Coordinator(int size);
 
   void Submit(const Request& request, Clock::time_point now);
-  // `rank` will submit nothing more: tensors still waiting for it fail.
-  void RankShutDown(int rank);
+  // `rank` will submit nothing more: tensors still waiting for it fail, now and later, with
+  // `reason` (what went wrong on that rank, if anything) in their error.
+  void RankShutDown(int rank, const std::string& reason);
   bool AllShutDown() const;
 
   // Tensors that became ready or failed since the last call, in the order that happened.
@@ -53,6 +54,7 @@ class Coordinator {
   std::unordered_map<std::string, Pending> pending_;
   std::vector<Response> ready_;
   std::vector<bool> shut_down_;
+  std::vector<std::string> departures_;  // per rank: how it left, for error messages
 };
 
 }  // namespace mpirep

@@ -64,6 +64,7 @@ class Reader {
 std::string Encode(const RequestList& list) {
   Writer w;
   w.Put<uint8_t>(list.shutdown);
+  w.Put(list.shutdown_reason);
   w.Put<uint64_t>(list.requests.size());
   for (const Request& r : list.requests) {
     w.Put(r.rank);
@@ -84,6 +85,7 @@ RequestList DecodeRequestList(const std::string& bytes) {
   Reader rd(bytes);
   RequestList list;
   list.shutdown = rd.Get<uint8_t>() != 0;
+  list.shutdown_reason = rd.GetString();
   list.requests.resize(rd.Get<uint64_t>());
   for (Request& r : list.requests) {
     r.rank = rd.Get<int32_t>();

@@ -25,6 +25,7 @@ struct Request {
 
 struct RequestList {
   bool shutdown = false;  // the sender will submit nothing more
+  std::string shutdown_reason;  // why, when it shut down because it failed
   std::vector<Request> requests;
 };
 

@@ -184,10 +184,13 @@ PYBIND11_MODULE(_core, m) {
       py::arg("fortran_comm"), py::arg("fusion_threshold_bytes"), py::arg("cycle_time_ms"),
       py::arg("chunk_bytes"), py::arg("stall_check_seconds"), py::arg("stall_shutdown_seconds"),
       py::arg("timeline_path"));
-  m.def("shutdown", [] {
-    py::gil_scoped_release release;
-    EndSession();
-  });
+  m.def(
+      "shutdown",
+      [](std::string reason) {
+        py::gil_scoped_release release;
+        EndSession(reason);
+      },
+      py::arg("reason") = "");
   m.def("is_initialized", [] { return CurrentRuntime() != nullptr; });
   m.def("topology", [] {
     auto runtime = CurrentRuntime();

@@ -199,9 +199,10 @@ Status Runtime::Enqueue(Operation op) {
   return Status::Ok();
 }
 
-void Runtime::Shutdown() {
+void Runtime::Shutdown(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (accepting_) shutdown_reason_ = reason;
     accepting_ = false;
   }
   wake_.notify_one();
@@ -219,13 +220,14 @@ bool Runtime::SubmitQueued() {
     }
     queue_.clear();
     list.shutdown = !accepting_ && !shutdown_sent_;
+    if (list.shutdown) list.shutdown_reason = shutdown_reason_;
   }
   if (list.requests.empty() && !list.shutdown) return false;
   shutdown_sent_ |= list.shutdown;
   if (coordinator_) {
     const auto now = Coordinator::Clock::now();
     for (const Request& r : list.requests) coordinator_->Submit(r, now);
-    if (list.shutdown) coordinator_->RankShutDown(kCoordinator);
+    if (list.shutdown) coordinator_->RankShutDown(kCoordinator, list.shutdown_reason);
   } else {
     SendControl(kCoordinator, kRequestTag, Encode(list));
   }
@@ -240,7 +242,7 @@ bool Runtime::ReceiveRequests() {
     RequestList list = DecodeRequestList(ReceiveMessage(control_, status.MPI_SOURCE, kRequestTag));
     const auto now = Coordinator::Clock::now();
     for (const Request& r : list.requests) coordinator_->Submit(r, now);
-    if (list.shutdown) coordinator_->RankShutDown(status.MPI_SOURCE);
+    if (list.shutdown) coordinator_->RankShutDown(status.MPI_SOURCE, list.shutdown_reason);
     any = true;
   }
   return any;

@@ -42,8 +42,10 @@ class Runtime {
   // runs later on the background thread. On an error `done` is never called.
   Status Enqueue(Operation op);
 
-  // Collective: returns once every rank has called it. Operations still pending fail.
-  void Shutdown();
+  // Collective: returns once every rank has called it. Operations still pending fail. A
+  // non-empty `reason` says this rank is leaving because it failed; other ranks' errors
+  // quote it.
+  void Shutdown(const std::string& reason = "");
 
  private:
   void ThreadMain(MPI_Comm comm);
@@ -77,6 +79,7 @@ class Runtime {
   std::vector<Operation> queue_;
   std::unordered_set<std::string> in_flight_;
   bool accepting_ = true;
+  std::string shutdown_reason_;
 
   // The background thread's own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages

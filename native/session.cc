@@ -17,13 +17,13 @@ void StartSession(MPI_Comm comm, const Config& config) {
   session_runtime = std::make_shared<Runtime>(comm, config);
 }
 
-void EndSession() {
+void EndSession(const std::string& reason) {
   std::shared_ptr<Runtime> runtime;
   {
     std::lock_guard<std::mutex> lock(session_mutex);
     runtime.swap(session_runtime);
   }
-  if (runtime) runtime->Shutdown();
+  if (runtime) runtime->Shutdown(reason);
 }
 
 std::shared_ptr<Runtime> CurrentRuntime() {

@@ -9,8 +9,8 @@ namespace mpirep {
 
 // Collective over `comm`. Fails if already initialised.
 void StartSession(MPI_Comm comm, const Config& config);
-// Collective. Does nothing when not initialised.
-void EndSession();
+// Collective. Does nothing when not initialised. See Runtime::Shutdown for `reason`.
+void EndSession(const std::string& reason = "");
 // The running runtime, or null. Holding the pointer keeps it alive through a concurrent end.
 std::shared_ptr<Runtime> CurrentRuntime();
 

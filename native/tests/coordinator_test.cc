@@ -96,14 +96,27 @@ void RunCoordinatorTests() {
     // A rank shutting down fails what still waits for it, now and later.
     Coordinator c(2);
     c.Submit(Make(0, "p", {1}), t0);
-    c.RankShutDown(1);
+    c.RankShutDown(1, "");
     std::vector<Response> ready = c.TakeReady();
     CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::SHUT_DOWN);
-    CHECK(Contains(ready[0].error, "rank 1 shut down"), << ready[0].error);
+    CHECK(ready[0].error == "tensor 'p' cannot run: rank 1 shut down", << ready[0].error);
     c.Submit(Make(0, "q", {1}), t0);
     CHECK(c.TakeReady()[0].error_code == StatusCode::SHUT_DOWN);
     CHECK(!c.AllShutDown());
-    c.RankShutDown(0);
+    c.RankShutDown(0, "ValueError: boom");
+    CHECK(c.AllShutDown());
+  }
+  {
+    // A rank that failed is quoted in the errors of the ranks that waited for it.
+    Coordinator c(3);
+    c.Submit(Make(0, "w", {1}), t0);
+    c.Submit(Make(2, "w", {1}), t0);
+    c.RankShutDown(1, "ValueError: boom");
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].error == "tensor 'w' cannot run: rank 1 failed: ValueError: boom",
+          << (ready.empty() ? "" : ready[0].error));
+    c.RankShutDown(0, "");
+    c.RankShutDown(2, "");
     CHECK(c.AllShutDown());
   }
   {

@@ -9,6 +9,7 @@ using namespace mpirep;
 void RunMessageTests() {
   RequestList requests;
   requests.shutdown = true;
+  requests.shutdown_reason = "KeyError: 'x'";
   Request r;
   r.rank = 3;
   r.collective = Collective::ALLTOALL;
@@ -22,7 +23,7 @@ void RunMessageTests() {
   r.splits = {1, 0, 3};
   requests.requests = {r, Request{}};
   RequestList back = DecodeRequestList(Encode(requests));
-  CHECK(back.shutdown && back.requests.size() == 2);
+  CHECK(back.shutdown && back.shutdown_reason == "KeyError: 'x'" && back.requests.size() == 2);
   const Request& b = back.requests[0];
   CHECK(b.rank == 3 && b.collective == Collective::ALLTOALL && b.name == r.name && b.dtype == r.dtype &&
         b.shape == r.shape && b.op == r.op && b.root == 2 && b.prescale == 0.25 && b.postscale == 3.5 &&
