@@ -110,9 +110,7 @@ def find_wrapper() -> Optional[str]:
         path = shutil.which(name)
         if path:
             return path
-    for _, path in _wheel_wrappers():
-        return path
-    return None
+    return next((path for _, path in _wheel_wrappers()), None)
 
 
 def find_mpi() -> Optional[MPI]:
@@ -189,8 +187,8 @@ def _parse_flags(tokens: List[str], mpi: MPI) -> None:
             _add(mpi.link_args, token)
         elif token.startswith("-D"):
             _add(mpi.compile_args, token)
-        # other words (optimisation, warnings, the source-file placeholder) are the MPI
-        # build's own choices, not settings needed to use it
+        # other words (optimisation, warnings) are the MPI build's own choices, not settings
+        # needed to use it
     _split_rpaths(linker_args, mpi)
 
 

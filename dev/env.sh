@@ -2,7 +2,7 @@
 # to start a local MPI job on this machine.
 
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-VENV=${MPIREP_VENV:-$ROOT/.venv}
+VENV=$ROOT/.venv
 PY=$VENV/bin/python
 CLUSTER_DIR=$ROOT/../shared/cluster   # the shared cluster scripts, beside the checkout in CI
 
