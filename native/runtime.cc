@@ -10,7 +10,9 @@
 //      on the others: take in response lists from rank 0;
 //   3. carry out each response in list order (the same order on every rank): run the
 //      collective through the Executor and fire each operation's `done`.
-// When a pass finds nothing to do it waits on wake_: without a deadline when nothing is
+// When a pass finds nothing to do it first keeps polling for a short spin window (the next
+// operation of a training step usually follows within microseconds, and waking a sleeping
+// thread costs tens of them), then waits on wake_: without a deadline when nothing is
 // outstanding, otherwise for a short, growing interval (Backoff), because messages from other
 // ranks can only be polled for. No fixed cycle: an enqueue wakes the thread at once.
 //
@@ -392,14 +394,14 @@ bool Runtime::WaitingOnPeers() const {
 void Runtime::Idle(int64_t wait_micros) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto has_work = [this] { return !queue_.empty() || (!accepting_ && !shutdown_sent_); };
-  if (has_work()) return;
+  if (has_work() || wait_micros == 0) return;  // 0: still in the spin window after progress
   if (!WaitingOnPeers()) {
     if (coordinator_) {
       wake_.wait_for(lock, std::chrono::microseconds(kCoordinatorIdleMicros), has_work);
     } else {
       wake_.wait(lock, has_work);
     }
-  } else if (wait_micros > 0) {
+  } else {
     wake_.wait_for(lock, std::chrono::microseconds(wait_micros), has_work);
   }
 }
