@@ -71,6 +71,15 @@ def test_grouped_allreduce(op, dtype):
     assert_identical_across_ranks(results)
 
 
+def test_grouped_allreduce_mixed_dtypes():
+    n, rank = mpirep.size(), mpirep.rank()
+    cases = [((6,), np.dtype(np.float32)), ((2, 3), np.dtype(np.int8)), ((5,), np.dtype(np.float64))]
+    results = mpirep.grouped_allreduce([reduce_input("Sum", rank, n, s, d) for s, d in cases],
+                                       op=mpirep.Sum)
+    for (shape, dtype), result in zip(cases, results):
+        assert_reduced(result, "Sum", n, shape, dtype, what=f"{dtype} {shape}")
+
+
 def test_grouped_allreduce_scales():
     n, rank = mpirep.size(), mpirep.rank()
     shapes = [(4,), (9, 2)]

@@ -32,6 +32,8 @@ MISMATCHES = {
         np.zeros(8), postscale_factor=differ(rank, 0.125, 0.375), name=name), ["0.125", "0.375"]),
     "collective": (lambda rank, name: differ(rank, mpirep.allreduce, mpirep.allgather)(
         np.zeros(8), name=name), ["allreduce", "allgather"]),
+    "broadcast_shape": (lambda rank, name: mpirep.broadcast(
+        np.zeros(differ(rank, 1234, 4321)), root_rank=0, name=name), ["1234", "4321"]),
     "allgather_tail": (lambda rank, name: mpirep.allgather(
         np.zeros((2, differ(rank, 3, 5))), name=name), []),
     "reducescatter_shape": (lambda rank, name: mpirep.reducescatter(
@@ -111,6 +113,13 @@ def test_bad_alltoall_splits(case):
     with pytest.raises(mpirep.InvalidArgumentError):
         mpirep.alltoall(np.zeros(n), splits=splits)
     assert_next_collective_works(f"splits.{case}")
+
+
+@pytest.mark.parametrize("collective", ["allgather", "reducescatter"])
+def test_zero_dimensional_input_needs_a_first_dimension(collective):
+    with pytest.raises(mpirep.InvalidArgumentError):
+        getattr(mpirep, collective)(np.array(3.0))
+    assert_next_collective_works(f"0d.{collective}")
 
 
 def test_alltoall_without_splits_needs_divisible_rows():

@@ -3,10 +3,11 @@ dim0 % size ranks get one row more."""
 import pytest
 
 import mpirep
-from expect import NUMERIC, OPS, assert_reduced, dtype_id, reduce_expected, reduce_input
+from expect import (ALL_DTYPES, BOOL, BOOL_OPS, OPS, assert_reduced, dtype_id, reduce_expected,
+                    reduce_input)
 
 SHAPES = [(0,), (1,), (2,), (3,), (5, 2), (7,), (13, 3), (4, 2, 2), (10007,)]
-CASES = [(op, dtype) for dtype in NUMERIC for op in OPS]
+CASES = [(op, dtype) for dtype in ALL_DTYPES for op in (BOOL_OPS if dtype == BOOL else OPS)]
 
 
 def block(rank, n, rows):
