@@ -1,0 +1,71 @@
+"""mpirep for TensorFlow, with the interface of ``horovod.tensorflow``: port a Horovod script by
+changing its import to ``import mpirep.tensorflow as hvd``.
+
+Ops run in graphs through a TensorFlow op library built on first use, or through
+tf.numpy_function where it cannot be built (see docs/tensorflow.md).
+"""
+
+from mpirep import (
+    cross_rank,
+    cross_size,
+    is_initialized,
+    local_rank,
+    local_size,
+    rank,
+    shutdown,
+    size,
+)
+from mpirep.tensorflow.basics import (
+    ccl_built,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
+    init,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    nccl_built,
+    rocm_built,
+)
+from mpirep.tensorflow.compression import Compression
+from mpirep.tensorflow.functions import (
+    allgather_object,
+    broadcast_global_variables,
+    broadcast_object,
+    broadcast_variables,
+)
+from mpirep.tensorflow.gradient_tape import DistributedGradientTape
+from mpirep.tensorflow.mpi_ops import (
+    Adasum,
+    allgather,
+    allreduce,
+    alltoall,
+    broadcast,
+    grouped_allreduce,
+    join,
+    reducescatter,
+)
+from mpirep.tensorflow.optimizer import DistributedOptimizer
+from mpirep.tensorflow.process_sets import (
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
+
+_REDUCE_OP_NAMES = ("Average", "Sum", "Min", "Max", "Product")
+
+
+def __getattr__(name):
+    # The op codes come from the core, which loads on first use rather than at import.
+    if name in _REDUCE_OP_NAMES:
+        import mpirep
+
+        value = globals()[name] = getattr(mpirep, name)
+        return value
+    if name == "SyncBatchNormalization":
+        from mpirep.tensorflow.sync_batch_norm import SyncBatchNormalization
+
+        return SyncBatchNormalization
+    raise AttributeError(f"module 'mpirep.tensorflow' has no attribute {name!r}")

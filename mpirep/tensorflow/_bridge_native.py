@@ -1,0 +1,36 @@
+"""Collectives in TensorFlow through the op library's asynchronous MpirepCollective kernel."""
+
+import ctypes
+
+import tensorflow as tf
+
+from mpirep._native import core
+from mpirep.tensorflow import _native_build
+
+_ops = None
+
+
+def load():
+    """Builds (if needed) and loads the op library and hands it the core's function table."""
+    global _ops
+    if _ops is None:
+        path = str(_native_build.library_path())
+        module = tf.load_op_library(path)
+        ctypes.CDLL(path).mpirep_tf_set_api(ctypes.c_void_p(core().api_table_address()))
+        _ops = module
+    return _ops
+
+
+def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
+        splits=None):
+    """One collective; returns (output, received_splits)."""
+    splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
+    return _ops.mpirep_collective(
+        tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
+        root_rank=root_rank, prescale=prescale, postscale=postscale)
+
+
+def run_group(collective, tensors, names, **kwargs):
+    """Several collectives of one kind. Their kernels run concurrently, so the core negotiates
+    and fuses them together."""
+    return [run(collective, t, n, **kwargs)[0] for t, n in zip(tensors, names)]

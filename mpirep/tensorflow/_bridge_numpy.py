@@ -1,0 +1,84 @@
+"""Collectives in TensorFlow through tf.numpy_function over mpirep's numpy API: needs no
+compiler, costs a copy each way and some Python per op.
+
+A group of tensors goes through one numpy_function that submits them all before waiting, so the
+core fuses them. A numpy_function blocks its TF thread while it waits (with the GIL released),
+so independent collectives in one graph are best issued as a group.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from mpirep import collectives
+from mpirep.errors import MpirepError
+from mpirep.tensorflow._errors import to_tf_error
+
+
+def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, splits):
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    if collective == "allreduce":
+        return collectives.allreduce_async(array, reduce_op, name, prescale, postscale)
+    if collective == "allgather":
+        return collectives.allgather_async(array, name)
+    if collective == "broadcast":
+        return collectives.broadcast_async(array, root_rank, name)
+    if collective == "reducescatter":
+        return collectives.reducescatter_async(array, reduce_op, name)
+    if collective == "alltoall":
+        return collectives.alltoall_async(array, splits, name)
+    raise ValueError(f"unknown collective {collective!r}")
+
+
+def _settings(reduce_op, root_rank, prescale, postscale, splits):
+    return dict(reduce_op=reduce_op, root_rank=root_rank, prescale=prescale, postscale=postscale,
+                splits=splits)
+
+
+def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
+        splits=None):
+    """One collective; returns (output, received_splits)."""
+    tensor = tf.convert_to_tensor(tensor)
+    has_splits = splits is not None
+    split_input = tf.cast(splits, tf.int64) if has_splits else tf.zeros([0], tf.int64)
+
+    def compute(array, name_bytes, split_array):
+        try:
+            handle = _submit(collective, array, name_bytes, reduce_op, root_rank, prescale,
+                             postscale, split_array if has_splits else None)
+            result = collectives.synchronize(handle)
+        except MpirepError as error:
+            raise to_tf_error(error) from None
+        if has_splits:
+            return result[0], result[1]
+        return result, np.zeros([0], np.int64)
+
+    output, received = tf.numpy_function(compute, [tensor, name, split_input],
+                                         [tensor.dtype, tf.int64], stateful=True)
+    output.set_shape(_output_shape(collective, tensor.shape))
+    return output, received
+
+
+def run_group(collective, tensors, names, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0):
+    """Several collectives of one kind in one numpy_function: all submitted, then all awaited."""
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return []
+
+    def compute(*arrays):
+        try:
+            handles = [_submit(collective, a, n, reduce_op, root_rank, prescale, postscale, None)
+                       for a, n in zip(arrays, names)]
+            return [collectives.synchronize(h) for h in handles]
+        except MpirepError as error:
+            raise to_tf_error(error) from None
+
+    outputs = tf.numpy_function(compute, tensors, [t.dtype for t in tensors], stateful=True)
+    for output, tensor in zip(outputs, tensors):
+        output.set_shape(_output_shape(collective, tensor.shape))
+    return list(outputs)
+
+
+def _output_shape(collective, shape):
+    if collective in ("allreduce", "broadcast") or shape.rank in (None, 0):
+        return shape
+    return tf.TensorShape([None]).concatenate(shape[1:])

@@ -1,0 +1,28 @@
+"""Names for collectives, identical on every rank as long as ranks build the same graphs and
+issue the same eager calls in the same order.
+
+Inside a graph (tf.function, tf.compat.v1) an op takes the graph's unique name for it, which
+tracing makes deterministic. Eagerly, a name the caller gives is used as it is (an eager op has
+finished before the next call could reuse it); unnamed eager ops are numbered per kind.
+"""
+
+import collections
+
+import tensorflow as tf
+
+_eager_counts = collections.Counter()
+
+
+def tensor_name(kind, name=None, ignore_name_scope=False):
+    if tf.executing_eagerly():
+        if name is not None:
+            return str(name)
+        count = _eager_counts[kind]
+        _eager_counts[kind] += 1
+        return f"{kind}.{count}"
+    graph = tf.compat.v1.get_default_graph()
+    base = str(name) if name is not None else kind
+    if ignore_name_scope:
+        with graph.name_scope(None):
+            return graph.unique_name(base)
+    return graph.unique_name(base)

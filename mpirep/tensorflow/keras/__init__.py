@@ -1,0 +1,81 @@
+"""mpirep for Keras on TensorFlow, with the interface of ``horovod.tensorflow.keras``: port a
+Horovod Keras script by changing its import to ``import mpirep.tensorflow.keras as hvd``.
+
+Works with Keras 3 (``tf.keras`` on TF >= 2.16) and with tf_keras (``TF_USE_LEGACY_KERAS=1``).
+"""
+
+import tensorflow as tf
+
+from mpirep.tensorflow import (  # noqa: F401  (the shared part of the interface)
+    Adasum,
+    Compression,
+    DistributedGradientTape,
+    DistributedOptimizer,
+    ProcessSet,
+    add_process_set,
+    allgather_object,
+    broadcast_object,
+    broadcast_variables,
+    cross_rank,
+    cross_size,
+    global_process_set,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    rank,
+    remove_process_set,
+    shutdown,
+    size,
+)
+from mpirep.tensorflow import mpi_ops as _ops
+from mpirep.tensorflow.functions import broadcast_global_variables  # noqa: F401
+from mpirep.tensorflow.keras import callbacks  # noqa: F401
+from mpirep.tensorflow.optimizer import attach as _attach
+
+
+def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,
+              op=None, compression=Compression.none):
+    """The reduction of a value (array, tensor or number) over ranks, as a numpy array."""
+    return _ops.allreduce(tf.convert_to_tensor(value), average=average, op=op, name=name,
+                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                          compression=compression).numpy()
+
+
+def allgather(value, name=None):
+    """Every rank's value concatenated along the first dimension, as a numpy array."""
+    return _ops.allgather(tf.convert_to_tensor(value), name=name).numpy()
+
+
+def broadcast(value, root_rank, name=None):
+    """``root_rank``'s value, as a numpy array."""
+    return _ops.broadcast(tf.convert_to_tensor(value), root_rank, name=name).numpy()
+
+
+def load_model(filepath, custom_optimizers=None, custom_objects=None,
+               compression=Compression.none, **distributed_options):
+    """Loads a model saved by Keras and makes its optimizer distributed again, keeping the
+    optimizer state the file restored. ``distributed_options`` are DistributedOptimizer's
+    (op, sparse_as_dense, backward_passes_per_step, ...)."""
+    objects = dict(custom_objects or {})
+    for optimizer_class in custom_optimizers or []:
+        objects[optimizer_class.__name__] = optimizer_class
+    model = tf.keras.models.load_model(filepath, custom_objects=objects)
+    if getattr(model, "optimizer", None) is not None:
+        _attach(model.optimizer, compression=compression, **distributed_options)
+    return model
+
+
+def __getattr__(name):
+    if name in ("Average", "Sum", "Min", "Max", "Product"):
+        import mpirep
+
+        return getattr(mpirep, name)
+    if name == "SyncBatchNormalization":
+        from mpirep.tensorflow.sync_batch_norm import SyncBatchNormalization
+
+        return SyncBatchNormalization
+    raise AttributeError(f"module 'mpirep.tensorflow.keras' has no attribute {name!r}")

@@ -1,0 +1,171 @@
+"""Keras callbacks for data-parallel training, with horovod.tensorflow.keras.callbacks' names.
+
+They subclass ``tf.keras`` classes, which are Keras 3's or tf_keras's as TF_USE_LEGACY_KERAS
+selects, so they work with whichever Keras the model uses.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+import mpirep
+from mpirep.tensorflow.functions import broadcast_variables
+
+_Callback = tf.keras.callbacks.Callback
+
+
+def _optimizer_variables(optimizer):
+    variables = optimizer.variables
+    return list(variables() if callable(variables) else variables)
+
+
+class BroadcastGlobalVariablesCallback(_Callback):
+    """Makes every rank start from ``root_rank``'s weights and optimizer state: broadcasts them
+    when training begins, and once more after the first batch, when optimizers that create
+    their slots lazily have done so."""
+
+    def __init__(self, root_rank, device=""):
+        super().__init__()
+        self.root_rank = root_rank
+        self._after_first_batch = False
+
+    def _broadcast(self):
+        variables = list(self.model.variables)
+        if getattr(self.model, "optimizer", None) is not None:
+            variables += _optimizer_variables(self.model.optimizer)
+        broadcast_variables(variables, self.root_rank)
+
+    def on_train_begin(self, logs=None):
+        self._broadcast()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self._after_first_batch:
+            self._after_first_batch = True
+            self._broadcast()
+
+
+class MetricAverageCallback(_Callback):
+    """Replaces each epoch's metrics in ``logs`` by their average over ranks. Put it before
+    callbacks that read the metrics (checkpointing, early stopping, LR schedules)."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not logs:
+            return
+        names = sorted(logs)
+        values = np.array([float(logs[name]) for name in names], np.float64)
+        averaged = mpirep.allreduce(values, op=mpirep.Average, name=f"metric_average.{epoch}")
+        for name, value in zip(names, averaged):
+            logs[name] = float(value)
+
+
+def _get_lr(optimizer):
+    return float(np.asarray(optimizer.learning_rate))
+
+
+def _set_lr(optimizer, value):
+    optimizer.learning_rate = value
+
+
+class LearningRateScheduleCallback(_Callback):
+    """Sets the learning rate to ``initial_lr * multiplier(epoch)`` from ``start_epoch`` up to
+    ``end_epoch``. With ``staircase`` the epoch is whole and the rate changes at epoch starts;
+    otherwise it is fractional (epoch + batch / steps_per_epoch) and changes every batch. With
+    ``momentum_correction`` an optimizer's momentum is scaled by new_lr / old_lr for the batch
+    in which the rate changes, as Goyal et al. advise; Keras 3 and tf_keras optimizers keep
+    momentum as a Python number fixed when the train step is traced, so for them it is left
+    alone."""
+
+    def __init__(self, initial_lr, multiplier, start_epoch=0, end_epoch=None, staircase=True,
+                 momentum_correction=True, steps_per_epoch=None):
+        super().__init__()
+        if not callable(multiplier):
+            factor = multiplier
+            multiplier = lambda epoch: factor  # noqa: E731
+        self.initial_lr = initial_lr
+        self.multiplier = multiplier
+        self.start_epoch = start_epoch
+        self.end_epoch = end_epoch
+        self.staircase = staircase
+        self.momentum_correction = momentum_correction
+        self.steps_per_epoch = steps_per_epoch
+        self._epoch = 0
+        self._restore_momentum = None
+
+    def _in_range(self, epoch):
+        return epoch >= self.start_epoch and (self.end_epoch is None or epoch < self.end_epoch)
+
+    def _adjust(self, epoch):
+        optimizer = self.model.optimizer
+        old_lr = _get_lr(optimizer)
+        new_lr = self.initial_lr * self.multiplier(epoch)
+        _set_lr(optimizer, new_lr)
+        momentum = getattr(optimizer, "momentum", None)
+        # Only a momentum held in a variable can change once the train step is traced.
+        if self.momentum_correction and hasattr(momentum, "assign") and old_lr > 0:
+            self._restore_momentum = float(np.asarray(momentum))
+            momentum.assign(self._restore_momentum * new_lr / old_lr)
+
+    def on_train_begin(self, logs=None):
+        if self.steps_per_epoch is None:
+            self.steps_per_epoch = self.params.get("steps")
+        if not self.staircase and not self.steps_per_epoch:
+            raise ValueError("a non-staircase schedule needs steps_per_epoch (pass it, or give "
+                             "fit a dataset whose length Keras knows)")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+        if self.staircase and self._in_range(epoch):
+            self._adjust(epoch)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if not self.staircase and self._in_range(self._epoch):
+            self._adjust(self._epoch + batch / self.steps_per_epoch)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._restore_momentum is not None:
+            self.model.optimizer.momentum.assign(self._restore_momentum)
+            self._restore_momentum = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["lr"] = _get_lr(self.model.optimizer)
+
+
+class LearningRateWarmupCallback(LearningRateScheduleCallback):
+    """Ramps the learning rate linearly from ``initial_lr / size()`` to ``initial_lr`` over the
+    first ``warmup_epochs`` epochs, batch by batch (Goyal et al., "Accurate, Large Minibatch
+    SGD"). ``initial_lr`` is the rate meant for all ranks together."""
+
+    def __init__(self, initial_lr, warmup_epochs=5, momentum_correction=True,
+                 steps_per_epoch=None, verbose=0):
+        self.warmup_epochs = warmup_epochs
+        self.verbose = verbose
+
+        def multiplier(epoch):
+            # Shifted by one batch so that the last batch of the warmup runs at initial_lr.
+            epoch += 1.0 / self.steps_per_epoch
+            size = mpirep.size()
+            return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
+
+        super().__init__(initial_lr, multiplier, start_epoch=0, end_epoch=warmup_epochs,
+                         staircase=False, momentum_correction=momentum_correction,
+                         steps_per_epoch=steps_per_epoch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        if epoch == self.warmup_epochs - 1 and self.verbose and mpirep.rank() == 0:
+            print(f"\nEpoch {epoch + 1}: finished learning rate warmup to "
+                  f"{_get_lr(self.model.optimizer):g}.")
+
+
+class BestModelCheckpoint(tf.keras.callbacks.ModelCheckpoint):
+    """Keeps the best model seen so far (by ``monitor``) at ``filepath``, written by rank 0
+    only."""
+
+    def __init__(self, monitor="val_loss", verbose=0, mode="auto", save_freq="epoch",
+                 filepath="best.keras"):
+        super().__init__(filepath, monitor=monitor, verbose=verbose, save_best_only=True,
+                         mode=mode, save_freq=save_freq)
+
+    def _save_model(self, *args, **kwargs):
+        if mpirep.rank() == 0:
+            super()._save_model(*args, **kwargs)

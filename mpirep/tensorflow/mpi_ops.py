@@ -1,0 +1,242 @@
+"""Collectives on TensorFlow tensors, eager and in graphs, with their gradients.
+
+Signatures follow horovod.tensorflow. ``device_dense``/``device_sparse`` are accepted for
+compatibility and ignored: the op runs where TensorFlow places its input.
+"""
+
+import tensorflow as tf
+
+import mpirep
+from mpirep import session
+from mpirep.tensorflow import _bridge
+from mpirep.tensorflow._naming import tensor_name
+from mpirep.tensorflow.compression import Compression
+from mpirep.tensorflow.process_sets import check as _check_process_set
+from mpirep.tensorflow.process_sets import global_process_set
+
+
+class _AdasumOp:
+    def __repr__(self):
+        return "Adasum"
+
+
+#: Horovod's Adasum reduction; accepted as a value, not yet implemented by the core.
+Adasum = _AdasumOp()
+
+
+def _resolve_op(op, average):
+    if op is Adasum:
+        raise NotImplementedError("mpirep does not implement Adasum yet; use Average or Sum")
+    if op is not None and average is not None:
+        raise ValueError("pass either op or the deprecated average, not both")
+    if op is None:
+        op = mpirep.Average if average in (None, True) else mpirep.Sum
+    return op
+
+
+def _prepare(process_set):
+    session._require_init()
+    _check_process_set(process_set)
+    return _bridge.bridge()
+
+
+def _allreduce(tensor, name, op, prescale_factor, postscale_factor):
+    bridge = _bridge.bridge()
+
+    @tf.custom_gradient
+    def forward(x):
+        output, _ = bridge.run("allreduce", x, name, reduce_op=op, prescale=prescale_factor,
+                               postscale=postscale_factor)
+
+        def grad(dy):
+            if op not in (mpirep.Sum, mpirep.Average):
+                raise NotImplementedError("only Sum and Average allreduce have gradients")
+            return _allreduce(dy, tensor_name("allreduce.grad"), op, prescale_factor,
+                              postscale_factor)
+
+        return output, grad
+
+    return forward(tensor)
+
+
+def allreduce(tensor, average=None, device_dense="", device_sparse="",
+              compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
+              name=None, process_set=global_process_set, ignore_name_scope=False):
+    """Reduces ``tensor`` over all ranks with ``op`` (default Average); every rank gets the
+    result. A tf.IndexedSlices is gathered instead (values and indices), which Average and Sum
+    allow."""
+    op = _resolve_op(op, average)
+    _prepare(process_set)
+    if isinstance(tensor, tf.IndexedSlices):
+        return _allreduce_sparse(tensor, op, prescale_factor, postscale_factor, name,
+                                 process_set, ignore_name_scope)
+    tensor = tf.convert_to_tensor(tensor)
+    compressed, context = compression.compress(tensor)
+    name = tensor_name("allreduce", name, ignore_name_scope)
+    reduced = _allreduce(compressed, name, op, prescale_factor, postscale_factor)
+    return compression.decompress(reduced, context)
+
+
+def _allreduce_sparse(slices, op, prescale_factor, postscale_factor, name, process_set,
+                      ignore_name_scope):
+    if op not in (mpirep.Average, mpirep.Sum):
+        raise NotImplementedError("allreduce of tf.IndexedSlices supports only Average and Sum")
+    base = name or "allreduce_sparse"
+    scale = prescale_factor * postscale_factor
+    if op == mpirep.Average:
+        scale /= session.size()
+    values = allgather(slices.values, name=f"{base}.values", process_set=process_set,
+                       ignore_name_scope=ignore_name_scope)
+    indices = allgather(slices.indices, name=f"{base}.indices", process_set=process_set,
+                        ignore_name_scope=ignore_name_scope)
+    if scale != 1.0:
+        values = values * tf.cast(scale, values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
+
+
+def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
+                      compression=Compression.none, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0, process_set=global_process_set, name=None):
+    """Allreduces every tensor of the list together, so they fuse into few ring passes."""
+    op = _resolve_op(op, average)
+    bridge = _prepare(process_set)
+    if not tensors:
+        return []
+    if any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        return [allreduce(t, op=op, compression=compression, prescale_factor=prescale_factor,
+                          postscale_factor=postscale_factor, process_set=process_set)
+                for t in tensors]
+    compressed, contexts = zip(*(compression.compress(tf.convert_to_tensor(t)) for t in tensors))
+    reduced = _grouped_allreduce(bridge, list(compressed), tensor_name("grouped_allreduce", name),
+                                 op, prescale_factor, postscale_factor)
+    return [compression.decompress(r, c) for r, c in zip(reduced, contexts)]
+
+
+def _grouped_allreduce(bridge, tensors, base, op, prescale_factor, postscale_factor):
+    names = [f"{base}.{i}" for i in range(len(tensors))]
+
+    @tf.custom_gradient
+    def forward(*xs):
+        outputs = bridge.run_group("allreduce", list(xs), names, reduce_op=op,
+                                   prescale=prescale_factor, postscale=postscale_factor)
+
+        def grad(*dys):
+            if op not in (mpirep.Sum, mpirep.Average):
+                raise NotImplementedError("only Sum and Average allreduce have gradients")
+            return _grouped_allreduce(bridge, list(dys), tensor_name("grouped_allreduce.grad"),
+                                      op, prescale_factor, postscale_factor)
+
+        return outputs, grad
+
+    return forward(*tensors)
+
+
+def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """Concatenates every rank's tensor along the first dimension, in rank order; the first
+    dimension may differ between ranks."""
+    bridge = _prepare(process_set)
+    tensor = tf.convert_to_tensor(tensor)
+    name = tensor_name("allgather", name, ignore_name_scope)
+
+    @tf.custom_gradient
+    def forward(x):
+        output, _ = bridge.run("allgather", x, name)
+
+        def grad(dy):
+            # Every rank's output feeds the loss, so this rank's rows receive the sum of their
+            # gradients over all ranks.
+            summed = allreduce(dy, op=mpirep.Sum, process_set=process_set)
+            rows = allgather(tf.shape(x, out_type=tf.int64)[:1], process_set=process_set)
+            start = tf.reduce_sum(rows[:session.rank()])
+            return tf.slice(summed, tf.concat([[start], tf.zeros([tf.rank(x) - 1], tf.int64)], 0),
+                            tf.shape(x, out_type=tf.int64))
+
+        return output, grad
+
+    return forward(tensor)
+
+
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
+              process_set=global_process_set):
+    """Every rank gets ``root_rank``'s tensor."""
+    bridge = _prepare(process_set)
+    tensor = tf.convert_to_tensor(tensor)
+    name = tensor_name("broadcast", name, ignore_name_scope)
+
+    @tf.custom_gradient
+    def forward(x):
+        output, _ = bridge.run("broadcast", x, name, root_rank=root_rank)
+
+        def grad(dy):
+            summed = allreduce(dy, op=mpirep.Sum, process_set=process_set)
+            return summed if session.rank() == root_rank else tf.zeros_like(summed)
+
+        return output, grad
+
+    return forward(tensor)
+
+
+def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
+                  process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    """Reduces over all ranks and gives rank r its block of rows of the result (the first
+    dim0 % size ranks get one row more)."""
+    op = _resolve_op(op, None)
+    if op not in (mpirep.Sum, mpirep.Average):
+        raise NotImplementedError("reducescatter supports only Sum and Average")
+    bridge = _prepare(process_set)
+    tensor = tf.convert_to_tensor(tensor)
+    name = tensor_name("reducescatter", name, ignore_name_scope)
+    compressed, context = compression.compress(tensor)
+
+    @tf.custom_gradient
+    def forward(x):
+        if prescale_factor != 1.0:
+            x = x * tf.cast(prescale_factor, x.dtype)
+        output, _ = bridge.run("reducescatter", x, name, reduce_op=op)
+        if postscale_factor != 1.0:
+            output = output * tf.cast(postscale_factor, output.dtype)
+
+        def grad(dy):
+            gathered = allgather(dy, process_set=process_set)
+            scale = prescale_factor * postscale_factor
+            if op == mpirep.Average:
+                scale /= session.size()
+            return gathered * tf.cast(scale, gathered.dtype) if scale != 1.0 else gathered
+
+        return output, grad
+
+    return compression.decompress(forward(compressed), context)
+
+
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
+             process_set=global_process_set):
+    """Sends ``splits[i]`` rows to rank i and concatenates what arrives, in rank order. Without
+    splits the first dimension is divided evenly. Returns the tensor, or ``(tensor,
+    received_splits)`` when splits are given."""
+    bridge = _prepare(process_set)
+    tensor = tf.convert_to_tensor(tensor)
+    name = tensor_name("alltoall", name, ignore_name_scope)
+    split_tensor = None if splits is None else tf.cast(tf.convert_to_tensor(splits), tf.int64)
+
+    @tf.custom_gradient
+    def forward(x):
+        output, received = bridge.run("alltoall", x, name, splits=split_tensor)
+
+        def grad(dy, _received_grad=None):
+            # What came from rank i goes back to it: the reverse exchange, with the received
+            # splits as the send splits.
+            if split_tensor is None:
+                return alltoall(dy, process_set=process_set)
+            return alltoall(dy, splits=received, process_set=process_set)[0]
+
+        return (output, received), grad
+
+    output, received = forward(tensor)
+    return output if splits is None else (output, received)
+
+
+def join():
+    """Horovod's join (ranks with less data wait for the others) needs core support that does
+    not exist yet."""
+    raise NotImplementedError("mpirep does not implement join yet")
