@@ -33,10 +33,14 @@ mpi = find_mpi()
 mpi_requirement = mpi and mpi.requirement()
 
 setup(
-    # the launcher lives at the top of the checkout and is installed inside the package
-    packages=find_packages(include=["mpirep", "mpirep.*"]) + ["mpirep.launch"],
-    package_dir={"mpirep.launch": "launch"},
-    package_data={"mpirep.launch": ["slurm/*.sbatch"]},
+    # The launcher lives at the top of the checkout and is installed inside the package.
+    # mpirep._native_src carries the sources the TensorFlow op library is compiled from on first
+    # use (mpirep/tensorflow/_native_build.py); a source tree uses native/ directly.
+    packages=find_packages(include=["mpirep", "mpirep.*"]) + ["mpirep.launch", "mpirep._native_src"],
+    package_dir={"mpirep.launch": "launch", "mpirep._native_src": "native"},
+    package_data={"mpirep.launch": ["slurm/*.sbatch"],
+                  "mpirep._native_src": ["*.h", "tensorflow/*.cc", "tensorflow/*.h"]},
+    include_package_data=False,  # only the files above; MANIFEST.in lists the sdist's sources
     ext_modules=[core],
     cmdclass={"build_ext": BuildExt},
     install_requires=RUNTIME_REQUIREMENTS + ([mpi_requirement] if mpi_requirement else []),
