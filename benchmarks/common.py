@@ -42,14 +42,18 @@ def timed(comm, fn):
     return comm.allreduce(elapsed, op=MPI.MAX)
 
 
-def median_times(comm, methods, repeats, warmup=2):
-    """Median seconds per method; the methods take turns so that drift hits them alike."""
+def median_times(comm, methods, repeats, warmup=3):
+    """Median seconds per method. Each method runs in blocks of its own, so that one method's
+    aftermath (mpirep's background thread keeps polling for ~100 us after work) does not land
+    on the next; the blocks go A B ... then ... B A, so that drift hits every method alike."""
     samples = {name: [] for name in methods}
-    for i in range(warmup + repeats):
-        for name, fn in methods.items():
-            seconds = timed(comm, fn)
-            if i >= warmup:
-                samples[name].append(seconds)
+    order = list(methods)
+    for block, count in ((order, (repeats + 1) // 2), (order[::-1], repeats // 2)):
+        for name in block:
+            for i in range(warmup + count):
+                seconds = timed(comm, methods[name])
+                if i >= warmup:
+                    samples[name].append(seconds)
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
