@@ -4,8 +4,8 @@ import numpy as np
 from mpi4py import MPI
 
 import mpirep
-from common import (busbw, exact_floats, human_bytes, median_times, parse_args, print_table,
-                    start, write_json)
+from common import busbw, exact_floats, median_times, parse_args, print_table, start, write_json
+from units import human_bytes
 
 SIZES = [4 << 10 << 2 * i for i in range(9)]  # 4 KiB, 16 KiB, ... 256 MiB
 

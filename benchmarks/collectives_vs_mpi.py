@@ -7,7 +7,8 @@ import numpy as np
 from mpi4py import MPI
 
 import mpirep
-from common import exact_floats, human_bytes, median_times, parse_args, print_table, start, write_json
+from common import exact_floats, median_times, parse_args, print_table, start, write_json
+from units import human_bytes
 
 SIZES = [64 << 10, 1 << 20, 16 << 20, 64 << 20]  # bytes each rank contributes
 

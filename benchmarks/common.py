@@ -80,10 +80,3 @@ def write_json(comm, path, data):
     if comm.rank == 0 and path:
         with open(path, "w") as f:
             json.dump(data, f, indent=1)
-
-
-def human_bytes(nbytes):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024 or unit == "GiB":
-            return f"{nbytes:g} {unit}"
-        nbytes /= 1024

@@ -4,6 +4,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from units import human_bytes  # noqa: E402
+
 
 def plot_sweep(runs, path):
     """runs: {label: sweep result dict as allreduce_sweep.py writes it}."""
@@ -14,7 +16,8 @@ def plot_sweep(runs, path):
             name = "mpirep" if key.startswith("mpirep") else "MPI_Allreduce"
             ax.plot(sizes, [row[key] for row in run["rows"]], style, label=f"{name}, {label}")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes, float32)")
+    ax.set_xticks(sizes, [human_bytes(b).replace(" ", "\n") for b in sizes])
+    ax.set_xlabel("message size (float32)")
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_title("allreduce (Sum), median over repeats")
     ax.grid(True, which="both", alpha=0.3)

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from plot import plot_sweep
+from units import human_bytes
 
 HERE = Path(__file__).resolve().parent
 DOCS = HERE.parent / "docs"
@@ -37,7 +38,7 @@ def sweep_table(run_):
     lines = ["| size | mpirep ms | MPI_Allreduce ms | mpirep busbw GB/s | MPI busbw GB/s | ratio |",
              "|---:|---:|---:|---:|---:|---:|"]
     for r in run_["rows"]:
-        lines.append(f"| {r['bytes'] / 1024:g} KiB | {r['mpirep_s'] * 1e3:.3f} | {r['mpi_s'] * 1e3:.3f} "
+        lines.append(f"| {human_bytes(r['bytes'])} | {r['mpirep_s'] * 1e3:.3f} | {r['mpi_s'] * 1e3:.3f} "
                      f"| {r['mpirep_busbw']:.2f} | {r['mpi_busbw']:.2f} | {r['ratio']:.2f} |")
     return lines
 
