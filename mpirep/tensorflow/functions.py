@@ -13,6 +13,7 @@ from mpirep.tensorflow.process_sets import check as _check_process_set
 from mpirep.tensorflow.process_sets import global_process_set
 
 
+@tf.autograph.experimental.do_not_convert
 def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=True):
     """Assigns ``root_rank``'s value to each variable on every rank, all in one group so the
     core fuses them. Eagerly this runs at once; in a graph it returns the op."""

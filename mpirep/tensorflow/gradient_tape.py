@@ -22,6 +22,7 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
 
 
 class _DistributedTape(tf.GradientTape):
+    @tf.autograph.experimental.do_not_convert
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
         grads = super().gradient(target, sources, output_gradients, unconnected_gradients)

@@ -15,6 +15,10 @@ from mpirep.tensorflow.process_sets import check as _check_process_set
 from mpirep.tensorflow.process_sets import global_process_set
 
 
+# Autograph would otherwise try to rewrite this library's Python when a user's tf.function calls it.
+_not_autograph = tf.autograph.experimental.do_not_convert
+
+
 class _AdasumOp:
     def __repr__(self):
         return "Adasum"
@@ -59,6 +63,7 @@ def _allreduce(tensor, name, op, prescale_factor, postscale_factor):
     return forward(tensor)
 
 
+@_not_autograph
 def allreduce(tensor, average=None, device_dense="", device_sparse="",
               compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
               name=None, process_set=global_process_set, ignore_name_scope=False):
@@ -94,6 +99,7 @@ def _allreduce_sparse(slices, op, prescale_factor, postscale_factor, name, proce
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
+@_not_autograph
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
                       compression=Compression.none, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=global_process_set, name=None):
@@ -131,6 +137,7 @@ def _grouped_allreduce(bridge, tensors, base, op, prescale_factor, postscale_fac
     return forward(*tensors)
 
 
+@_not_autograph
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenates every rank's tensor along the first dimension, in rank order; the first
     dimension may differ between ranks."""
@@ -156,6 +163,7 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     return forward(tensor)
 
 
+@_not_autograph
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
     """Every rank gets ``root_rank``'s tensor."""
@@ -176,6 +184,7 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
     return forward(tensor)
 
 
+@_not_autograph
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
                   process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
                   postscale_factor=1.0):
@@ -209,6 +218,7 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
     return compression.decompress(forward(compressed), context)
 
 
+@_not_autograph
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
              process_set=global_process_set):
     """Sends ``splits[i]`` rows to rank i and concatenates what arrives, in rank order. Without
@@ -217,7 +227,10 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     bridge = _prepare(process_set)
     tensor = tf.convert_to_tensor(tensor)
     name = tensor_name("alltoall", name, ignore_name_scope)
-    split_tensor = None if splits is None else tf.cast(tf.convert_to_tensor(splits), tf.int64)
+    if splits is None:
+        split_tensor = _even_splits(tensor)
+    else:
+        split_tensor = tf.cast(tf.convert_to_tensor(splits), tf.int64)
 
     @tf.custom_gradient
     def forward(x):
@@ -226,14 +239,22 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
         def grad(dy, _received_grad=None):
             # What came from rank i goes back to it: the reverse exchange, with the received
             # splits as the send splits.
-            if split_tensor is None:
-                return alltoall(dy, process_set=process_set)
             return alltoall(dy, splits=received, process_set=process_set)[0]
 
         return (output, received), grad
 
     output, received = forward(tensor)
     return output if splits is None else (output, received)
+
+
+def _even_splits(tensor):
+    size = session.size()
+    rows = tensor.shape[0] if tensor.shape.rank else None
+    if tensor.shape.rank == 0 or (rows is not None and rows % size):
+        raise tf.errors.InvalidArgumentError(
+            None, None, f"rank {session.rank()}: alltoall without splits needs a first "
+            f"dimension divisible by the number of ranks ({size}), got shape {tensor.shape}")
+    return tf.fill([size], tf.shape(tensor, out_type=tf.int64)[0] // size)
 
 
 def join():

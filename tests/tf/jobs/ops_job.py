@@ -1,0 +1,245 @@
+"""Every mpirep.tensorflow op against its closed form, eagerly and in tf.function, with its
+gradient; errors as TF errors on every rank. Run under mpirun at any number of ranks."""
+
+import numpy as np
+import tensorflow as tf
+
+import mpirep.tensorflow as hvd
+from harness import check, run, same_on_every_rank
+
+try:
+    hvd.allreduce(tf.ones(2))
+    raise AssertionError("an op before init did not fail")
+except ValueError as error:
+    assert "init" in str(error)
+
+hvd.init()
+R, N = hvd.rank(), hvd.size()
+MODES = ("eager", "function")
+
+
+def call(mode, fn, *args):
+    return fn(*args) if mode == "eager" else tf.function(fn, autograph=False)(*args)
+
+
+def value(r, shape=(3, 2), dtype=np.float32):
+    """Rank- and index-dependent input, exactly representable in every dtype used here."""
+    return ((r + 1) * (np.arange(np.prod(shape)) % 7 + 1) - r).reshape(shape).astype(dtype)
+
+
+def with_grad(op):
+    """op(x) and d sum(op(x) * w) / dx for a rank-dependent weight w."""
+    def fn(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = op(x)
+            loss = tf.reduce_sum(tf.cast(y, tf.float32) * (R + 2.0))
+        return y, tape.gradient(loss, x)
+    return fn
+
+
+@check
+def allreduce_every_op():
+    everyone = np.stack([value(r) for r in range(N)])
+    expected = {hvd.Sum: everyone.sum(0), hvd.Average: everyone.sum(0) / N,
+                hvd.Min: everyone.min(0), hvd.Max: everyone.max(0), hvd.Product: everyone.prod(0)}
+    for mode in MODES:
+        for op, want in expected.items():
+            got = call(mode, lambda x: hvd.allreduce(x, op=op), tf.constant(value(R)))
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+            same_on_every_rank(hvd, got)
+        ints = call(mode, lambda x: hvd.allreduce(x, op=hvd.Sum), tf.constant(value(R, dtype=np.int32)))
+        np.testing.assert_array_equal(ints.numpy(), everyone.sum(0).astype(np.int32))
+
+
+@check
+def allreduce_gradient():
+    grad_sum = sum(r + 2.0 for r in range(N))
+    for mode in MODES:
+        for op, scale in ((hvd.Sum, 1.0), (hvd.Average, 1.0 / N)):
+            y, g = call(mode, with_grad(lambda x: hvd.allreduce(x, op=op)), tf.constant(value(R)))
+            np.testing.assert_allclose(g.numpy(), np.full((3, 2), grad_sum * scale), rtol=1e-6)
+
+
+@check
+def allreduce_scaling_and_fp16():
+    total = sum(value(r) for r in range(N))
+    for mode in MODES:
+        got = call(mode, lambda x: hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5,
+                                                 postscale_factor=4.0), tf.constant(value(R)))
+        np.testing.assert_allclose(got.numpy(), total * 2.0, rtol=1e-6)
+        got = call(mode, lambda x: hvd.allreduce(x, op=hvd.Sum, compression=hvd.Compression.fp16),
+                   tf.constant(value(R)))
+        assert got.dtype == tf.float32
+        np.testing.assert_allclose(got.numpy(), total, rtol=1e-3)
+
+
+@check
+def grouped_allreduce_and_gradient():
+    shapes = [(4,), (2, 3), (1,)]
+    for mode in MODES:
+        def fn(a, b, c):
+            with tf.GradientTape() as tape:
+                tape.watch([a, b, c])
+                outs = hvd.grouped_allreduce([a, b, c], op=hvd.Sum)
+                loss = sum(tf.reduce_sum(o) for o in outs) * (R + 1.0)
+            return outs, tape.gradient(loss, [a, b, c])
+        outs, grads = call(mode, fn, *[tf.constant(value(R, s)) for s in shapes])
+        for out, grad, shape in zip(outs, grads, shapes):
+            np.testing.assert_allclose(out.numpy(), sum(value(r, s := shape) for r in range(N)))
+            np.testing.assert_allclose(grad.numpy(), np.full(s, N * (N + 1) / 2.0))
+
+
+@check
+def allgather_uneven_and_gradient():
+    rows = lambda r: r + 1  # noqa: E731
+    for mode in MODES:
+        y, g = call(mode, with_grad(hvd.allgather), tf.constant(value(R, (rows(R), 2))))
+        np.testing.assert_array_equal(y.numpy(), np.concatenate([value(r, (rows(r), 2)) for r in range(N)]))
+        # Each rank's rows feed every rank's loss: the gradient sums the ranks' weights.
+        np.testing.assert_allclose(g.numpy(), np.full((rows(R), 2), sum(r + 2.0 for r in range(N))))
+        same_on_every_rank(hvd, y)
+
+
+@check
+def broadcast_every_root_and_gradient():
+    for mode in MODES:
+        for root in range(N):
+            y, g = call(mode, with_grad(lambda x: hvd.broadcast(x, root)), tf.constant(value(R)))
+            np.testing.assert_array_equal(y.numpy(), value(root))
+            want = sum(r + 2.0 for r in range(N)) if R == root else 0.0
+            np.testing.assert_allclose(g.numpy(), np.full((3, 2), want))
+
+
+@check
+def reducescatter_and_gradient():
+    total = sum(value(r, (2 * N + 1, 2)) for r in range(N))
+    start = sum(2 + (r < 1) for r in range(R))  # rank 0 gets the extra row
+    mine = total[start:start + 2 + (R < 1)]
+    for mode in MODES:
+        y, g = call(mode, with_grad(lambda x: hvd.reducescatter(x, op=hvd.Sum)),
+                    tf.constant(value(R, (2 * N + 1, 2))))
+        np.testing.assert_allclose(y.numpy(), mine)
+        weights = np.concatenate([np.full((2 + (r < 1), 2), r + 2.0) for r in range(N)])
+        np.testing.assert_allclose(g.numpy(), weights)
+
+
+@check
+def alltoall_with_splits_and_gradient():
+    # Rank r sends j + 1 rows to rank j; row values encode (sender, destination).
+    def rows_for(sender):
+        return np.concatenate([np.full((j + 1, 2), 10 * sender + j, np.float32) for j in range(N)])
+    for mode in MODES:
+        def fn(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y, received = hvd.alltoall(x, splits=tf.range(1, N + 1))
+                loss = tf.reduce_sum(y * (R + 2.0))
+            return y, received, tape.gradient(loss, x)
+        y, received, g = call(mode, fn, tf.constant(rows_for(R)))
+        np.testing.assert_array_equal(received.numpy(), np.full(N, R + 1))
+        np.testing.assert_array_equal(y.numpy(), np.concatenate(
+            [np.full((R + 1, 2), 10 * s + R, np.float32) for s in range(N)]))
+        np.testing.assert_allclose(g.numpy(), np.concatenate(
+            [np.full((j + 1, 2), j + 2.0) for j in range(N)]))
+        even = call(mode, hvd.alltoall, tf.constant(np.arange(2 * N, dtype=np.int64) + 100 * R))
+        np.testing.assert_array_equal(even.numpy(), [100 * s + 2 * R + k for s in range(N) for k in range(2)])
+
+
+@check
+def indexed_slices_gather():
+    slices = tf.IndexedSlices(tf.constant(value(R, (1, 2))), tf.constant([R], tf.int64),
+                              dense_shape=tf.constant([N, 2], tf.int64))
+    reduced = hvd.allreduce(slices, op=hvd.Average)
+    assert isinstance(reduced, tf.IndexedSlices)
+    np.testing.assert_allclose(tf.convert_to_tensor(reduced).numpy(),
+                               np.concatenate([value(r, (1, 2)) / N for r in range(N)]))
+    for op in (hvd.Min, hvd.Max):
+        try:
+            hvd.allreduce(slices, op=op)
+            raise AssertionError("no NotImplementedError")
+        except NotImplementedError:
+            pass
+
+
+@check
+def objects_and_variables():
+    assert hvd.broadcast_object({"rank": R, "list": [R] * 3}, root_rank=N - 1) == \
+        {"rank": N - 1, "list": [N - 1] * 3}
+    assert hvd.allgather_object(("r", R)) == [("r", r) for r in range(N)]
+    variables = [tf.Variable(value(R)), tf.Variable(tf.fill([5], R))]
+    hvd.broadcast_variables(variables, root_rank=N - 1)
+    np.testing.assert_array_equal(variables[0].numpy(), value(N - 1))
+    np.testing.assert_array_equal(variables[1].numpy(), np.full(5, N - 1))
+
+
+@check
+def graph_mode_and_broadcast_global_variables():
+    with tf.Graph().as_default():
+        v = tf.compat.v1.get_variable("v", initializer=tf.constant(value(R)))
+        summed = hvd.allreduce(tf.constant(value(R)), op=hvd.Sum)
+        sync = hvd.broadcast_global_variables(0)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            np.testing.assert_allclose(session.run(summed), sum(value(r) for r in range(N)))
+            session.run(sync)
+            np.testing.assert_array_equal(session.run(v), value(0))
+    try:
+        hvd.broadcast_global_variables(0)
+        raise AssertionError("eager broadcast_global_variables did not raise")
+    except RuntimeError:
+        pass
+
+
+@check
+def mismatches_are_tf_errors_on_every_rank():
+    if N == 1:
+        return
+    native = hvd_bridge_name() == "native"
+    for mode in MODES:
+        try:
+            call(mode, lambda x: hvd.allreduce(x, name="mismatch"), tf.zeros([R + 1]))
+            raise AssertionError("no error")
+        except tf.errors.FailedPreconditionError as error:
+            assert "mismatch" in str(error)
+        except tf.errors.UnknownError as error:
+            # numpy_function in a graph reports every Python error as Unknown.
+            assert not native and mode == "function" and "mismatch" in str(error), error
+
+
+@check
+def bad_splits_and_process_sets():
+    try:
+        hvd.alltoall(tf.zeros([N + 1]), splits=tf.constant([N + 5] + [0] * (N - 1)))
+        raise AssertionError("no error")
+    except (tf.errors.InvalidArgumentError, ValueError):
+        pass
+    try:
+        hvd.allreduce(tf.ones(1), process_set=hvd.ProcessSet([0]))
+        raise AssertionError("unregistered set accepted")
+    except ValueError:
+        pass
+    whole = hvd.add_process_set(list(range(N)))
+    np.testing.assert_allclose(hvd.allreduce(tf.ones(1), op=hvd.Sum, process_set=whole), [N])
+    hvd.remove_process_set(whole)
+    if N > 1:
+        first = hvd.add_process_set([0])
+        error = NotImplementedError if R == 0 else tf.errors.InvalidArgumentError
+        try:
+            hvd.allreduce(tf.ones(1), process_set=first)
+            raise AssertionError("no error")
+        except error:
+            pass
+    try:
+        hvd.allreduce(tf.ones(1), op=hvd.Adasum)
+        raise AssertionError("no error")
+    except NotImplementedError:
+        pass
+
+
+def hvd_bridge_name():
+    from mpirep.tensorflow import _bridge
+    return _bridge.name()
+
+
+run(hvd)

@@ -1,0 +1,39 @@
+"""Runs a job script under mpirun with a hard time bound (timeout -k, then a process-group kill)."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+JOBS = Path(__file__).resolve().parent / "jobs"
+# An mpirun started from inside another MPI job must not inherit its launcher's variables.
+_LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "ORTE_", "OPAL_")
+
+
+def environment(extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
+               TF_CPP_MIN_LOG_LEVEL="2")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), str(JOBS), env.get("PYTHONPATH")) if p)
+    env.update(extra or {})
+    return env
+
+
+def mpirun(ranks, script, *args, timeout_s=240, env=None):
+    """Returns (exit status, combined output) of ``mpirun -np ranks python script args``."""
+    command = ["timeout", "-k", "10", str(timeout_s), "mpirun", "--oversubscribe",
+               "--bind-to", "none", "-np", str(ranks), sys.executable, str(script), *args]
+    process = subprocess.Popen(command, cwd=REPO, env=environment(env), text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout_s + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return -9, output
+    return process.returncode, output

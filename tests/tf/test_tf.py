@@ -1,0 +1,54 @@
+"""mpirep.tensorflow end to end: each test starts one mpirun job that runs many checks."""
+
+import re
+import sys
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from mpijobs import JOBS, REPO, environment, mpirun  # noqa: E402
+
+
+def assert_passed(status, output, ranks):
+    summary = re.search(rf"(\d+) checks on {ranks} ranks, (\d+) failures", output)
+    assert status == 0 and summary and summary.group(2) == "0", output[-6000:]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def op_library():
+    """Builds the op library once, before jobs whose ranks would otherwise wait on it."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
+                    "b.library_path()"], cwd=REPO, env=environment(), check=True, timeout=300)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_ops_native_bridge(ranks):
+    assert_passed(*mpirun(ranks, JOBS / "ops_job.py"), ranks)
+
+
+def test_ops_numpy_bridge():
+    assert_passed(*mpirun(2, JOBS / "ops_job.py", env={"MPIREP_TF_BRIDGE": "numpy"}), 2)
+
+
+def test_fallback_warns_once_when_the_library_cannot_build(tmp_path):
+    status, output = mpirun(1, JOBS / "ops_job.py",
+                            env={"MPIREP_CACHE_DIR": str(tmp_path), "CXX": "false"})
+    assert_passed(status, output, 1)
+    assert output.count("could not be built or loaded") == 1, output[-3000:]
+
+
+@pytest.mark.parametrize("keras", ["keras3", "tf_keras"])
+def test_training(keras):
+    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
+    assert_passed(*mpirun(2, JOBS / "training_job.py", env=env, timeout_s=300), 2)
+
+
+@pytest.mark.parametrize("script", ["keras_mnist.py", "tf2_custom_loop.py",
+                                    "horovod_port/tensorflow2_keras_mnist.py"])
+def test_example_at_two_ranks(script):
+    status, output = mpirun(2, REPO / "examples" / script, "--epochs", "2", timeout_s=200)
+    assert status == 0, output[-6000:]
+    assert len(re.findall(r"^final loss", output, re.M)) == 1, output[-3000:]  # rank 0 only
