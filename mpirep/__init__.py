@@ -18,6 +18,7 @@ from mpirep.collectives import (
     broadcast_async,
     grouped_allreduce,
     grouped_allreduce_async,
+    join,
     poll,
     reducescatter,
     reducescatter_async,

@@ -237,6 +237,16 @@ def alltoall(x, splits=None, name=None):
     return synchronize(alltoall_async(x, splits, name))
 
 
+def join():
+    """Says this rank has run out of work, and waits until every rank has said so. Meanwhile
+    this rank takes part in the other ranks' collectives with zeros (allreduce, reducescatter)
+    or no rows (allgather); Average still divides by the number of all ranks. Alltoall, and a
+    broadcast from a rank that has joined, fail while a rank has joined. Returns the rank that
+    joined last."""
+    _, name, native = _submit("join", np.zeros(0, np.uint8), None)
+    return synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+
+
 def barrier():
     """Returns once every rank has called barrier."""
     _, name, native = _submit("barrier", np.zeros(0, np.uint8), None)

@@ -38,7 +38,8 @@ namespace mpirep {
   X(BROADCAST, broadcast)     \
   X(REDUCESCATTER, reducescatter) \
   X(ALLTOALL, alltoall)       \
-  X(BARRIER, barrier)
+  X(BARRIER, barrier)         \
+  X(JOIN, join)
 
 // X(ENUM, python_name)
 #define MPIREP_STATUS_CODES(X)                                                     \

@@ -15,15 +15,14 @@ std::string FormatDouble(double v) {
 }
 
 // "[2, 3] on ranks 0, 2; [3] on rank 1": every distinct value with the ranks that gave it.
-std::string ByRank(const std::vector<std::string>& values) {
+std::string ByRank(const std::vector<std::pair<int, std::string>>& values) {
   std::vector<std::pair<std::string, std::vector<int>>> groups;
-  for (int r = 0; r < static_cast<int>(values.size()); ++r) {
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const auto& g) { return g.first == values[r]; });
+  for (const auto& [rank, value] : values) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == value; });
     if (it == groups.end()) {
-      groups.push_back({values[r], {r}});
+      groups.push_back({value, {rank}});
     } else {
-      it->second.push_back(r);
+      it->second.push_back(rank);
     }
   }
   std::ostringstream out;
@@ -52,7 +51,8 @@ std::string ComparableShape(const Request& r) {
 
 }  // namespace
 
-Coordinator::Coordinator(int size) : size_(size), shut_down_(size, false), departures_(size) {}
+Coordinator::Coordinator(int size)
+    : size_(size), shut_down_(size, false), joined_(size, false), departures_(size) {}
 
 void Coordinator::Submit(const Request& request, Clock::time_point now) {
   auto [it, inserted] = pending_.try_emplace(request.name);
@@ -72,28 +72,77 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
       return;
     }
   }
-  if (p.count == size_) {
-    Response decided = Decide(request.name, p);
-    decided.bytes = NumElements(request.shape) * static_cast<int64_t>(ElementSize(request.dtype));
-    ready_.push_back(std::move(decided));
-    pending_.erase(it);
+  if (request.collective == Collective::JOIN) {
+    Joined(request.rank);
+  } else if (Complete(p)) {
+    Finish(request.name);
   }
 }
 
+bool Coordinator::Complete(const Pending& p) const {
+  if (p.count == size_) return true;
+  if (p.by_rank[std::find(p.submitted.begin(), p.submitted.end(), true) - p.submitted.begin()].collective ==
+      Collective::JOIN) {
+    return false;  // join itself needs every rank
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (!p.submitted[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+void Coordinator::Finish(const std::string& name) {
+  auto it = pending_.find(name);
+  Response decided = Decide(name, it->second);
+  const Request& any = it->second.by_rank[std::find(it->second.submitted.begin(), it->second.submitted.end(), true) -
+                                          it->second.submitted.begin()];
+  decided.bytes = NumElements(any.shape) * static_cast<int64_t>(ElementSize(any.dtype));
+  ready_.push_back(std::move(decided));
+  pending_.erase(it);
+}
+
+void Coordinator::Joined(int rank) {
+  joined_[rank] = true;
+  last_joined_ = rank;
+  std::vector<std::string> now_complete;
+  std::string join_name;  // set once every rank has joined
+  for (const auto& [name, p] : pending_) {
+    if (!Complete(p)) continue;
+    if (p.submitted[rank] && p.by_rank[rank].collective == Collective::JOIN) {
+      join_name = name;
+    } else {
+      now_complete.push_back(name);
+    }
+  }
+  std::sort(now_complete.begin(), now_complete.end());  // a deterministic order
+  for (const std::string& name : now_complete) Finish(name);
+  if (!join_name.empty()) {  // last, after everything the joined ranks still had in flight
+    Finish(join_name);
+    joined_.assign(size_, false);
+  }
+}
+
+// Compares the requests of the ranks that submitted `name` (ranks that joined did not).
 Response Coordinator::Decide(const std::string& name, const Pending& p) const {
-  const Request& first = p.by_rank[0];
+  std::vector<const Request*> requests;
+  for (int r = 0; r < size_; ++r) {
+    if (p.submitted[r]) requests.push_back(&p.by_rank[r]);
+  }
+  const Request& first = *requests[0];
   Response response;
   response.collective = first.collective;
   response.names = {name};
   response.dtype = first.dtype;
   response.op = first.op;
+  response.root = first.root;
   response.prescale = first.prescale;
   response.postscale = first.postscale;
+  response.shapes = {first.shape};
 
   auto check = [&](const char* what, auto describe) -> bool {
-    std::vector<std::string> values;
-    for (const Request& r : p.by_rank) values.push_back(describe(r));
-    if (std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values[0]; })) {
+    std::vector<std::pair<int, std::string>> values;
+    for (const Request* r : requests) values.emplace_back(r->rank, describe(*r));
+    if (std::all_of(values.begin(), values.end(), [&](const auto& v) { return v.second == values[0].second; })) {
       return true;
     }
     response.kind = Response::Kind::ERROR;
@@ -114,17 +163,30 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) const {
   if (ok && c == Collective::BROADCAST) {
     ok = check("root ranks", [](const Request& r) { return std::to_string(r.root); });
   }
-  if (!ok) {
-    response.names = {name};
-    return response;
+  std::vector<int> joined;
+  for (int r = 0; r < size_; ++r) {
+    if (!p.submitted[r]) joined.push_back(r);
   }
-  if (c == Collective::ALLGATHER) {
-    for (const Request& r : p.by_rank) response.rank_sizes.push_back(r.shape.empty() ? 0 : r.shape[0]);
-  }
-  if (c == Collective::ALLTOALL) {
-    for (const Request& r : p.by_rank) {
-      response.rank_sizes.insert(response.rank_sizes.end(), r.splits.begin(), r.splits.end());
+  auto unsupported = [&](const std::string& why) {
+    response.kind = Response::Kind::ERROR;
+    response.error_code = StatusCode::UNSUPPORTED;
+    response.error = "tensor '" + name + "': " + why;
+  };
+  if (ok && !joined.empty() && c == Collective::ALLTOALL) {
+    unsupported("alltoall cannot run while rank" + std::string(joined.size() > 1 ? "s " : " ") +
+                RankList(joined) + " have joined");
+  } else if (ok && c == Collective::BROADCAST && !p.submitted[first.root]) {
+    unsupported("broadcast from root rank " + std::to_string(first.root) + ", which has joined");
+  } else if (ok && c == Collective::ALLGATHER) {
+    for (int r = 0; r < size_; ++r) {
+      response.rank_sizes.push_back(p.submitted[r] && !p.by_rank[r].shape.empty() ? p.by_rank[r].shape[0] : 0);
     }
+  } else if (ok && c == Collective::ALLTOALL) {
+    for (const Request* r : requests) {
+      response.rank_sizes.insert(response.rank_sizes.end(), r->splits.begin(), r->splits.end());
+    }
+  } else if (ok && c == Collective::JOIN) {
+    response.rank_sizes = {last_joined_};
   }
   return response;
 }

@@ -3,6 +3,9 @@
 // which ready tensors run and whether their requests agree, and sends that decision to all
 // ranks, so every rank runs the same collectives in the same order and a disagreement becomes
 // the same error everywhere. Pure bookkeeping: no MPI, no threads.
+//
+// A rank that calls join has run out of work: until every rank has joined, it counts as having
+// submitted every tensor, and takes part in each collective with zeros (no rows for allgather).
 #pragma once
 
 #include <chrono>
@@ -46,6 +49,9 @@ class Coordinator {
     Clock::time_point last_warned;
   };
 
+  bool Complete(const Pending& pending) const;
+  void Finish(const std::string& name);
+  void Joined(int rank);
   Response Decide(const std::string& name, const Pending& pending) const;
   std::string MissingRanks(const Pending& pending) const;
   void Fail(const std::string& name, StatusCode code, const std::string& why);
@@ -54,6 +60,8 @@ class Coordinator {
   std::unordered_map<std::string, Pending> pending_;
   std::vector<Response> ready_;
   std::vector<bool> shut_down_;
+  std::vector<bool> joined_;
+  int last_joined_ = -1;
   std::vector<std::string> departures_;  // per rank: how it left, for error messages
 };
 

@@ -63,6 +63,9 @@ std::vector<Status> Executor::Run(const Response& response, const std::vector<Op
       return {Alltoall(response, *ops[0], received_splits)};
     case Collective::BARRIER:
       return {Status::Ok()};  // agreeing that every rank arrived was the barrier
+    case Collective::JOIN:
+      *received_splits = response.rank_sizes;  // the rank that joined last
+      return {Status::Ok()};
   }
   return {Status::Error(StatusCode::INTERNAL, "unknown collective")};
 }

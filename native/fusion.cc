@@ -19,6 +19,7 @@ std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t thr
     if (it != open.end() && batches[it->second].bytes + r.bytes <= threshold) {
       Response& batch = batches[it->second];
       batch.names.insert(batch.names.end(), r.names.begin(), r.names.end());
+      batch.shapes.insert(batch.shapes.end(), r.shapes.begin(), r.shapes.end());
       batch.bytes += r.bytes;
       continue;
     }

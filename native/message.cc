@@ -112,8 +112,11 @@ std::string Encode(const ResponseList& list) {
     for (const std::string& name : r.names) w.Put(name);
     w.Put(r.dtype);
     w.Put(r.op);
+    w.Put(r.root);
     w.Put(r.prescale);
     w.Put(r.postscale);
+    w.Put<uint64_t>(r.shapes.size());
+    for (const Shape& shape : r.shapes) w.Put(shape);
     w.Put(r.error_code);
     w.Put(r.error);
     w.Put(r.rank_sizes);
@@ -132,8 +135,11 @@ ResponseList DecodeResponseList(const std::string& bytes) {
     for (std::string& name : r.names) name = rd.GetString();
     r.dtype = rd.Get<DataType>();
     r.op = rd.Get<ReduceOp>();
+    r.root = rd.Get<int32_t>();
     r.prescale = rd.Get<double>();
     r.postscale = rd.Get<double>();
+    r.shapes.resize(rd.Get<uint64_t>());
+    for (Shape& shape : r.shapes) shape = rd.GetInts();
     r.error_code = rd.Get<StatusCode>();
     r.error = rd.GetString();
     r.rank_sizes = rd.GetInts();

@@ -37,12 +37,16 @@ struct Response {
   std::vector<std::string> names;  // several when fused, in buffer order
   DataType dtype = DataType::FLOAT32;
   ReduceOp op = ReduceOp::SUM;
+  int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  // The shape of each named tensor, so that a rank that has joined (and never submitted it)
+  // can take part with zeros.
+  std::vector<Shape> shapes;
   StatusCode error_code = StatusCode::OK;
   std::string error;
   // allgather: each rank's first dimension; alltoall: the size x size split matrix, row i being
-  // what rank i sends.
+  // what rank i sends; join: the rank that joined last.
   std::vector<int64_t> rank_sizes;
   // Known to the coordinator only, never encoded: the bytes of all named tensors together,
   // which the fusion planner needs.

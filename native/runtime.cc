@@ -217,6 +217,7 @@ bool Runtime::SubmitQueued() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (Operation& op : queue_) {
       list.requests.push_back(op.request);
+      joined_ |= op.request.collective == Collective::JOIN;
       std::string name = op.request.name;
       submitted_.emplace(std::move(name), std::move(op));
     }
@@ -324,12 +325,16 @@ void Runtime::Execute(const Response& response) {
       break;
   }
   std::vector<Operation*> ops;
-  for (const std::string& name : response.names) {
-    auto it = submitted_.find(name);
-    if (it == submitted_.end()) {
-      throw std::runtime_error("told to run '" + name + "', which this rank never submitted");
+  std::list<StandIn> stand_ins;
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    auto it = submitted_.find(response.names[i]);
+    if (it != submitted_.end()) {
+      ops.push_back(&it->second);
+    } else if (joined_) {
+      ops.push_back(&stand_ins.emplace_back(response, i).op);
+    } else {
+      throw std::runtime_error("told to run '" + response.names[i] + "', which this rank never submitted");
     }
-    ops.push_back(&it->second);
   }
   std::vector<int64_t> received_splits;
   const auto start = std::chrono::steady_clock::now();
@@ -338,6 +343,27 @@ void Runtime::Execute(const Response& response) {
   for (size_t i = 0; i < response.names.size(); ++i) {
     Complete(response.names[i], statuses[i], received_splits);
   }
+}
+
+// Takes part in a collective for a rank that has joined: zeros in, output discarded.
+Runtime::StandIn::StandIn(const Response& response, size_t index) {
+  Request& r = op.request;
+  r.collective = response.collective;
+  r.name = response.names[index];
+  r.dtype = response.dtype;
+  r.shape = response.shapes[index];
+  if (r.collective == Collective::ALLGATHER) r.shape[0] = 0;  // no rows of its own
+  r.op = response.op;
+  r.root = response.root;
+  r.prescale = response.prescale;
+  r.postscale = response.postscale;
+  zeros.assign(std::max<size_t>(1, NumElements(r.shape) * ElementSize(r.dtype)), 0);
+  op.input = zeros.data();
+  op.allocate = [this](const Shape& shape) {
+    discarded.resize(std::max<size_t>(1, NumElements(shape) * ElementSize(op.request.dtype)));
+    return static_cast<void*>(discarded.data());
+  };
+  op.done = [](const Status&, const std::vector<int64_t>&) {};
 }
 
 void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
@@ -355,8 +381,9 @@ void Runtime::Record(const Response& response, const std::vector<Operation*>& op
 void Runtime::Complete(const std::string& name, const Status& status,
                        const std::vector<int64_t>& received_splits) {
   auto it = submitted_.find(name);
-  if (it == submitted_.end()) return;  // a failure announced to all ranks, not submitted here
+  if (it == submitted_.end()) return;  // a stand-in, or a failure announced to all ranks
   Operation op = std::move(it->second);
+  if (op.request.collective == Collective::JOIN) joined_ = false;
   submitted_.erase(it);
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -93,6 +93,13 @@ class Runtime {
     std::string bytes;
   };
   std::list<Outgoing> outgoing_;
+  bool joined_ = false;  // this rank's join is pending: it stands in for tensors it lacks
+  struct StandIn {
+    StandIn(const Response& response, size_t index);
+    Operation op;
+    std::vector<char> zeros;
+    std::vector<char> discarded;
+  };
   bool shutdown_sent_ = false;
   bool finished_ = false;
   std::optional<Coordinator::Clock::time_point> holding_since_;  // ready tensors held back

@@ -120,6 +120,32 @@ void RunCoordinatorTests() {
     CHECK(c.AllShutDown());
   }
   {
+    // A joined rank counts as having submitted everything until all ranks have joined; join
+    // completes last, naming the rank that joined last, and then the next epoch starts fresh.
+    Coordinator c(3);
+    c.Submit(Make(1, "join.0", {0}, Collective::JOIN), t0);
+    c.Submit(Make(0, "x", {4}), t0);
+    CHECK(c.TakeReady().empty());
+    c.Submit(Make(2, "x", {4}), t0);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].names[0] == "x");
+    CHECK(!ready.empty() && ready[0].shapes == (std::vector<Shape>{{4}}));
+    c.Submit(Make(0, "g", {3, 2}, Collective::ALLGATHER), t0);
+    c.Submit(Make(2, "join.0", {0}, Collective::JOIN), t0);  // completes g, rank 0 still working
+    ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].rank_sizes == (std::vector<int64_t>{3, 0, 0}));
+    c.Submit(Make(0, "a", {6}, Collective::ALLTOALL), t0);
+    ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::UNSUPPORTED &&
+          Contains(ready[0].error, "ranks 1, 2 have joined"), << (ready.empty() ? "" : ready[0].error));
+    c.Submit(Make(0, "join.0", {0}, Collective::JOIN), t0);
+    ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].collective == Collective::JOIN &&
+          ready[0].rank_sizes == (std::vector<int64_t>{0}));
+    c.Submit(Make(0, "y", {1}), t0);
+    CHECK(c.TakeReady().empty());  // nobody counts as joined any more
+  }
+  {
     // Stall reports name the waiting tensor and the missing ranks, once per period.
     Coordinator c(3);
     c.Submit(Make(0, "slow", {1}), t0);
