@@ -64,8 +64,4 @@ def __getattr__(name):
 
         value = globals()[name] = getattr(mpirep, name)
         return value
-    if name == "SyncBatchNormalization":
-        from mpirep.tensorflow.sync_batch_norm import SyncBatchNormalization
-
-        return SyncBatchNormalization
     raise AttributeError(f"module 'mpirep.tensorflow' has no attribute {name!r}")

@@ -19,6 +19,13 @@ def bridge():
     return _chosen
 
 
+def select(mode):
+    """Switches to ``mode`` (as MPIREP_TF_BRIDGE) for ops built from now on; for benchmarks
+    that compare the bridges in one process."""
+    global _chosen
+    _chosen = _choose(mode)
+
+
 def name():
     return "native" if bridge().__name__.endswith("_native") else "numpy"
 

@@ -74,8 +74,4 @@ def __getattr__(name):
         import mpirep
 
         return getattr(mpirep, name)
-    if name == "SyncBatchNormalization":
-        from mpirep.tensorflow.sync_batch_norm import SyncBatchNormalization
-
-        return SyncBatchNormalization
     raise AttributeError(f"module 'mpirep.tensorflow.keras' has no attribute {name!r}")
