@@ -42,18 +42,27 @@ def timed(comm, fn):
     return comm.allreduce(elapsed, op=MPI.MAX)
 
 
-def median_times(comm, methods, repeats, warmup=3):
-    """Median seconds per method. Each method runs in blocks of its own, so that one method's
-    aftermath (mpirep's background thread keeps polling for ~100 us after work) does not land
-    on the next; the blocks go A B ... then ... B A, so that drift hits every method alike."""
+def settle(comm, fn, seconds=1e-3):
+    """Call fn until every rank has spent `seconds` on it (twice at least), so that what ran
+    before (mpirep's background thread polls for ~100 us after work) is over when timing starts."""
+    start_s, calls = time.perf_counter(), 0
+    while True:
+        fn()
+        calls += 1
+        if comm.allreduce(calls >= 2 and time.perf_counter() - start_s >= seconds, op=MPI.LAND):
+            return
+
+
+def median_times(comm, methods, repeats, block=3):
+    """Median seconds per method. The methods take turns in short blocks, so that drift hits
+    them alike; each block settles first, so that one method's aftermath does not land on the
+    next one's timings."""
     samples = {name: [] for name in methods}
-    order = list(methods)
-    for block, count in ((order, (repeats + 1) // 2), (order[::-1], repeats // 2)):
-        for name in block:
-            for i in range(warmup + count):
-                seconds = timed(comm, methods[name])
-                if i >= warmup:
-                    samples[name].append(seconds)
+    while len(samples[next(iter(methods))]) < repeats:
+        for name, fn in methods.items():
+            settle(comm, fn)
+            count = min(block, repeats - len(samples[name]))
+            samples[name] += [timed(comm, fn) for _ in range(count)]
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
