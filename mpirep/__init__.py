@@ -7,6 +7,7 @@ on first use.
 
 from mpirep.collectives import (
     Handle,
+    add_process_set,
     allgather,
     allgather_async,
     allreduce,
@@ -20,8 +21,12 @@ from mpirep.collectives import (
     grouped_allreduce_async,
     join,
     poll,
+    process_set_rank,
+    process_set_ranks,
+    process_set_size,
     reducescatter,
     reducescatter_async,
+    remove_process_set,
     synchronize,
 )
 from mpirep.errors import (

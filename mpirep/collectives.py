@@ -63,11 +63,14 @@ def synchronize(handle):
 _counters = {}
 
 
-def _auto_name(collective, name):
+def _auto_name(collective, name, process_set=0):
+    """Unnamed operations are numbered per collective and process set, so that a set's
+    operations, which only its members issue, do not shift the numbering of the others."""
     if name is not None:
         return str(name)
-    counter = _counters.setdefault(collective, itertools.count())
-    return f"{collective}.noname.{next(counter)}"
+    counter = _counters.setdefault((collective, process_set), itertools.count())
+    prefix = f"{collective}.set{process_set}" if process_set else collective
+    return f"{prefix}.noname.{next(counter)}"
 
 
 _dtype_codes = None
@@ -89,18 +92,19 @@ def _dtype_code(dtype):
     return code
 
 
-def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=()):
+def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=(),
+            process_set=0):
     session._require_init()
     array = np.asarray(x)
     dtype_code = _dtype_code(array.dtype)
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     native = core()
-    name = _auto_name(collective, name)
+    name = _auto_name(collective, name, process_set)
     handle_native = native.submit(  # positional: keyword parsing costs microseconds here
         native.COLLECTIVES[collective], name, dtype_code, array.reshape(-1).view(np.uint8),
         array.shape, native.REDUCE_OPS[op], int(root_rank), float(prescale), float(postscale),
-        splits,
+        splits, int(process_set),
     )
     return array.dtype, name, handle_native
 
@@ -135,23 +139,25 @@ def _op_name(op):
         raise InvalidArgumentError(f"rank {session.rank()}: unknown reduction op {op!r}") from None
 
 
-def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    """Starts reducing ``x`` over all ranks; every rank gets the result. ``op`` defaults to
+def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
+    """Starts reducing ``x`` over all ranks (of ``process_set``: an id from
+    :func:`add_process_set`, 0 for all ranks); every rank gets the result. ``op`` defaults to
     Average (integer average is the floor of the mean). ``prescale_factor`` multiplies each
     input before the reduction, ``postscale_factor`` the result."""
     return _async("allreduce", x, name, op=_op_name(op if op is not None else "Average"),
-                  prescale=prescale_factor, postscale=postscale_factor)
+                  prescale=prescale_factor, postscale=postscale_factor, process_set=process_set)
 
 
-def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    return synchronize(allreduce_async(x, op, name, prescale_factor, postscale_factor))
+def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
+    return synchronize(allreduce_async(x, op, name, prescale_factor, postscale_factor, process_set))
 
 
-def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                            process_set=0):
     """Starts allreduces of every array in ``xs`` together (they fuse into as few ring passes as
     the fusion threshold allows). Returns one handle for the list."""
-    base = _auto_name("grouped_allreduce", name)
-    handles = [allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor)
+    base = _auto_name("grouped_allreduce", name, process_set)
+    handles = [allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor, process_set)
                for i, x in enumerate(xs)]
     group = Handle(_GroupNative(handles), lambda native: [synchronize(h) for h in native.handles], base)
     _track(group)
@@ -171,47 +177,49 @@ class _GroupNative:
         return 0, ""
 
 
-def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    return synchronize(grouped_allreduce_async(xs, op, name, prescale_factor, postscale_factor))
+def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
+    return synchronize(grouped_allreduce_async(xs, op, name, prescale_factor, postscale_factor, process_set))
 
 
-def allgather_async(x, name=None):
+def allgather_async(x, name=None, process_set=0):
     """Starts concatenating every rank's ``x`` along the first dimension, in rank order. The
     first dimension may differ between ranks; the others must match."""
-    return _async("allgather", x, name)
+    return _async("allgather", x, name, process_set=process_set)
 
 
-def allgather(x, name=None):
-    return synchronize(allgather_async(x, name))
+def allgather(x, name=None, process_set=0):
+    return synchronize(allgather_async(x, name, process_set))
 
 
-def broadcast_async(x, root_rank, name=None):
-    """Starts sending ``root_rank``'s ``x`` to every rank (all ranks pass the same shape)."""
-    return _async("broadcast", x, name, root_rank=root_rank)
+def broadcast_async(x, root_rank, name=None, process_set=0):
+    """Starts sending ``root_rank``'s ``x`` to every rank (all ranks pass the same shape). In a
+    process set, ``root_rank`` counts the set's ranks."""
+    return _async("broadcast", x, name, root_rank=root_rank, process_set=process_set)
 
 
-def broadcast(x, root_rank, name=None):
-    return synchronize(broadcast_async(x, root_rank, name))
+def broadcast(x, root_rank, name=None, process_set=0):
+    return synchronize(broadcast_async(x, root_rank, name, process_set))
 
 
-def reducescatter_async(x, op=None, name=None):
+def reducescatter_async(x, op=None, name=None, process_set=0):
     """Starts reducing ``x`` over all ranks and giving each rank a block of rows of the result:
     rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
     row more than the others."""
-    return _async("reducescatter", x, name, op=_op_name(op if op is not None else "Average"))
+    return _async("reducescatter", x, name, op=_op_name(op if op is not None else "Average"),
+                  process_set=process_set)
 
 
-def reducescatter(x, op=None, name=None):
-    return synchronize(reducescatter_async(x, op, name))
+def reducescatter(x, op=None, name=None, process_set=0):
+    return synchronize(reducescatter_async(x, op, name, process_set))
 
 
-def alltoall_async(x, splits=None, name=None):
+def alltoall_async(x, splits=None, name=None, process_set=0):
     """Starts sending ``splits[i]`` consecutive rows of ``x`` to rank i and receiving what
     every rank sends here, concatenated in rank order. Without splits, the first dimension is
     divided evenly. The result is the array, or ``(array, received_splits)`` when splits were
     given."""
     array = np.asarray(x)
-    size = session.size()
+    size = process_set_size(process_set)
     if splits is None:
         if array.ndim == 0 or array.shape[0] % size:
             raise InvalidArgumentError(
@@ -221,7 +229,7 @@ def alltoall_async(x, splits=None, name=None):
         split_list = [array.shape[0] // size] * size
     else:
         split_list = np.asarray(splits, dtype=np.int64).reshape(-1).tolist()
-    dtype, name, native = _submit("alltoall", array, name, splits=split_list)
+    dtype, name, native = _submit("alltoall", array, name, splits=split_list, process_set=process_set)
     as_array = _array_result(dtype)
     if splits is None:
         finish = as_array
@@ -233,8 +241,8 @@ def alltoall_async(x, splits=None, name=None):
     return handle
 
 
-def alltoall(x, splits=None, name=None):
-    return synchronize(alltoall_async(x, splits, name))
+def alltoall(x, splits=None, name=None, process_set=0):
+    return synchronize(alltoall_async(x, splits, name, process_set))
 
 
 def join():
@@ -245,6 +253,42 @@ def join():
     joined last."""
     _, name, native = _submit("join", np.zeros(0, np.uint8), None)
     return synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+
+
+def add_process_set(ranks):
+    """Creates a process set of ``ranks`` and returns its id, for the ``process_set`` argument
+    of every collective. Collective over all ranks, which must pass the same ranks. Inside the
+    set, ranks are numbered in increasing order from 0."""
+    members = sorted(int(r) for r in ranks)
+    _, name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, splits=members)
+    return synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+
+
+def remove_process_set(process_set):
+    """Removes a process set made by :func:`add_process_set`. Collective over all ranks."""
+    _, name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None, splits=[int(process_set)])
+    synchronize(Handle(native, lambda _: None, name))
+
+
+def process_set_ranks(process_set=0):
+    """The ranks of a process set, in increasing order."""
+    session._require_init()
+    ranks = core().process_set_ranks(int(process_set))
+    if not ranks:
+        raise InvalidArgumentError(f"rank {session.rank()}: unknown process set {process_set}")
+    return ranks
+
+
+def process_set_size(process_set=0):
+    return len(process_set_ranks(process_set))
+
+
+def process_set_rank(process_set=0):
+    """This rank's number inside a process set; raises if it is not a member."""
+    ranks = process_set_ranks(process_set)
+    if session.rank() not in ranks:
+        raise InvalidArgumentError(f"rank {session.rank()} is not in process set {process_set}")
+    return ranks.index(session.rank())
 
 
 def barrier():

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 1
+#define MPIREP_API_VERSION 2
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -29,6 +29,7 @@ typedef struct mpirep_op_desc {
   int nsplits; /* alltoall: one per rank */
   const int64_t* splits;
   const void* input; /* must stay valid and unchanged until `done` */
+  int process_set;   /* 0: every rank; root_rank and splits then count the set's ranks */
 } mpirep_op_desc;
 
 /* Called on the background thread when the output shape is known: memory for the whole output,

@@ -39,7 +39,9 @@ namespace mpirep {
   X(REDUCESCATTER, reducescatter) \
   X(ALLTOALL, alltoall)       \
   X(BARRIER, barrier)         \
-  X(JOIN, join)
+  X(JOIN, join)               \
+  X(ADD_PROCESS_SET, add_process_set) \
+  X(REMOVE_PROCESS_SET, remove_process_set)
 
 // X(ENUM, python_name)
 #define MPIREP_STATUS_CODES(X)                                                     \

@@ -52,12 +52,27 @@ std::string ComparableShape(const Request& r) {
 }  // namespace
 
 Coordinator::Coordinator(int size)
-    : size_(size), shut_down_(size, false), joined_(size, false), departures_(size) {}
+    : size_(size), shut_down_(size, false), joined_(size, false), departures_(size) {
+  std::vector<int> everyone(size);
+  for (int r = 0; r < size; ++r) everyone[r] = r;
+  process_sets_[0] = everyone;
+}
+
+const Request& Coordinator::AnyRequest(const Pending& p) const {
+  return p.by_rank[std::find(p.submitted.begin(), p.submitted.end(), true) - p.submitted.begin()];
+}
 
 void Coordinator::Submit(const Request& request, Clock::time_point now) {
+  auto set = process_sets_.find(request.process_set);
+  if (set == process_sets_.end()) {
+    Fail(request.name, StatusCode::INVALID_ARGUMENT,
+         "tensor '" + request.name + "': unknown process set " + std::to_string(request.process_set));
+    return;
+  }
   auto [it, inserted] = pending_.try_emplace(request.name);
   Pending& p = it->second;
   if (inserted) {
+    p.members = set->second;
     p.by_rank.resize(size_);
     p.submitted.assign(size_, false);
     p.first_seen = now;
@@ -65,8 +80,7 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
   }
   p.by_rank[request.rank] = request;
   p.submitted[request.rank] = true;
-  ++p.count;
-  for (int r = 0; r < size_; ++r) {
+  for (int r : p.members) {
     if (shut_down_[r] && !p.submitted[r]) {
       Fail(request.name, StatusCode::SHUT_DOWN, "tensor '" + request.name + "' cannot run: " + departures_[r]);
       return;
@@ -80,25 +94,18 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
 }
 
 bool Coordinator::Complete(const Pending& p) const {
-  if (p.count == size_) return true;
-  if (p.by_rank[std::find(p.submitted.begin(), p.submitted.end(), true) - p.submitted.begin()].collective ==
-      Collective::JOIN) {
-    return false;  // join itself needs every rank
-  }
-  for (int r = 0; r < size_; ++r) {
-    if (!p.submitted[r] && !joined_[r]) return false;
-  }
-  return true;
+  const bool is_join = AnyRequest(p).collective == Collective::JOIN;  // join needs every rank
+  return std::all_of(p.members.begin(), p.members.end(),
+                     [&](int r) { return p.submitted[r] || (joined_[r] && !is_join); });
 }
 
 void Coordinator::Finish(const std::string& name) {
   auto it = pending_.find(name);
   Response decided = Decide(name, it->second);
-  const Request& any = it->second.by_rank[std::find(it->second.submitted.begin(), it->second.submitted.end(), true) -
-                                          it->second.submitted.begin()];
+  const Request& any = AnyRequest(it->second);
   decided.bytes = NumElements(any.shape) * static_cast<int64_t>(ElementSize(any.dtype));
-  ready_.push_back(std::move(decided));
   pending_.erase(it);
+  ready_.push_back(std::move(decided));
 }
 
 void Coordinator::Joined(int rank) {
@@ -123,14 +130,15 @@ void Coordinator::Joined(int rank) {
 }
 
 // Compares the requests of the ranks that submitted `name` (ranks that joined did not).
-Response Coordinator::Decide(const std::string& name, const Pending& p) const {
+Response Coordinator::Decide(const std::string& name, const Pending& p) {
   std::vector<const Request*> requests;
-  for (int r = 0; r < size_; ++r) {
+  for (int r : p.members) {
     if (p.submitted[r]) requests.push_back(&p.by_rank[r]);
   }
   const Request& first = *requests[0];
   Response response;
   response.collective = first.collective;
+  response.process_set = first.process_set;
   response.names = {name};
   response.dtype = first.dtype;
   response.op = first.op;
@@ -163,8 +171,13 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) const {
   if (ok && c == Collective::BROADCAST) {
     ok = check("root ranks", [](const Request& r) { return std::to_string(r.root); });
   }
+  if (ok && (c == Collective::ADD_PROCESS_SET || c == Collective::REMOVE_PROCESS_SET)) {
+    ok = check("process sets", [](const Request& r) { return ShapeString(r.splits); });
+    if (ok) DecideProcessSetChange(name, first, &response);
+    return response;
+  }
   std::vector<int> joined;
-  for (int r = 0; r < size_; ++r) {
+  for (int r : p.members) {
     if (!p.submitted[r]) joined.push_back(r);
   }
   auto unsupported = [&](const std::string& why) {
@@ -175,10 +188,10 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) const {
   if (ok && !joined.empty() && c == Collective::ALLTOALL) {
     unsupported("alltoall cannot run while rank" + std::string(joined.size() > 1 ? "s " : " ") +
                 RankList(joined) + " have joined");
-  } else if (ok && c == Collective::BROADCAST && !p.submitted[first.root]) {
+  } else if (ok && c == Collective::BROADCAST && !p.submitted[p.members[first.root]]) {
     unsupported("broadcast from root rank " + std::to_string(first.root) + ", which has joined");
   } else if (ok && c == Collective::ALLGATHER) {
-    for (int r = 0; r < size_; ++r) {
+    for (int r : p.members) {
       response.rank_sizes.push_back(p.submitted[r] && !p.by_rank[r].shape.empty() ? p.by_rank[r].shape[0] : 0);
     }
   } else if (ok && c == Collective::ALLTOALL) {
@@ -189,6 +202,34 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) const {
     response.rank_sizes = {last_joined_};
   }
   return response;
+}
+
+// Creating a set gives it the next id; removing one fails what still waits in it.
+void Coordinator::DecideProcessSetChange(const std::string& name, const Request& request, Response* response) {
+  auto reject = [&](const std::string& why) {
+    response->kind = Response::Kind::ERROR;
+    response->error_code = StatusCode::INVALID_ARGUMENT;
+    response->error = "'" + name + "': " + why;
+  };
+  if (request.collective == Collective::ADD_PROCESS_SET) {
+    const int32_t id = next_process_set_++;
+    process_sets_[id].assign(request.splits.begin(), request.splits.end());
+    response->rank_sizes = {id};
+    response->rank_sizes.insert(response->rank_sizes.end(), request.splits.begin(), request.splits.end());
+    return;
+  }
+  const int32_t id = request.splits.empty() ? -1 : static_cast<int32_t>(request.splits[0]);
+  if (id == 0) return reject("the process set of all ranks cannot be removed");
+  if (process_sets_.erase(id) == 0) return reject("unknown process set " + std::to_string(id));
+  response->rank_sizes = {id};
+  std::vector<std::string> orphans;
+  for (const auto& [other, p] : pending_) {
+    if (AnyRequest(p).process_set == id) orphans.push_back(other);
+  }
+  std::sort(orphans.begin(), orphans.end());
+  for (const std::string& orphan : orphans) {
+    Fail(orphan, StatusCode::INVALID_ARGUMENT, "tensor '" + orphan + "': its process set " + std::to_string(id) + " was removed");
+  }
 }
 
 void Coordinator::Fail(const std::string& name, StatusCode code, const std::string& why) {
@@ -207,7 +248,7 @@ void Coordinator::RankShutDown(int rank, const std::string& reason) {
                                      : "rank " + std::to_string(rank) + " failed: " + reason;
   std::vector<std::string> doomed;
   for (const auto& [name, p] : pending_) {
-    if (!p.submitted[rank]) doomed.push_back(name);
+    if (!p.submitted[rank] && std::count(p.members.begin(), p.members.end(), rank)) doomed.push_back(name);
   }
   std::sort(doomed.begin(), doomed.end());  // a deterministic order, unlike the hash map's
   for (const std::string& name : doomed) {
@@ -227,7 +268,7 @@ std::vector<Response> Coordinator::TakeReady() {
 
 std::string Coordinator::MissingRanks(const Pending& p) const {
   std::vector<int> have, missing;
-  for (int r = 0; r < size_; ++r) (p.submitted[r] ? have : missing).push_back(r);
+  for (int r : p.members) (p.submitted[r] ? have : missing).push_back(r);
   return "submitted by rank" + std::string(have.size() > 1 ? "s " : " ") + RankList(have) +
          "; missing rank" + (missing.size() > 1 ? "s " : " ") + RankList(missing);
 }
@@ -237,7 +278,7 @@ std::vector<std::string> Coordinator::StallWarnings(Clock::time_point now, Clock
   for (auto& [name, p] : pending_) {
     if (now - p.last_warned >= after) {  // last_warned starts at first_seen
       p.last_warned = now;
-      const Request& any = p.by_rank[std::find(p.submitted.begin(), p.submitted.end(), true) - p.submitted.begin()];
+      const Request& any = AnyRequest(p);
       const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - p.first_seen).count();
       lines[name] = "tensor '" + name + "' (" + CollectiveName(any.collective) + ") waiting " +
                     std::to_string(waited) + " s: " + MissingRanks(p);

@@ -6,9 +6,13 @@
 //
 // A rank that calls join has run out of work: until every rank has joined, it counts as having
 // submitted every tensor, and takes part in each collective with zeros (no rows for allgather).
+//
+// A tensor of a process set waits only for the set's members. Rank 0 keeps the sets' member
+// lists: it gives each new set its id when every rank agrees to create it.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,9 +46,9 @@ class Coordinator {
 
  private:
   struct Pending {
+    std::vector<int> members;      // the ranks that must take part
     std::vector<Request> by_rank;  // slot r is meaningful where submitted[r]
     std::vector<bool> submitted;
-    int count = 0;
     Clock::time_point first_seen;
     Clock::time_point last_warned;
   };
@@ -52,9 +56,11 @@ class Coordinator {
   bool Complete(const Pending& pending) const;
   void Finish(const std::string& name);
   void Joined(int rank);
-  Response Decide(const std::string& name, const Pending& pending) const;
+  Response Decide(const std::string& name, const Pending& pending);
   std::string MissingRanks(const Pending& pending) const;
   void Fail(const std::string& name, StatusCode code, const std::string& why);
+  const Request& AnyRequest(const Pending& pending) const;
+  void DecideProcessSetChange(const std::string& name, const Request& request, Response* response);
 
   int size_;
   std::unordered_map<std::string, Pending> pending_;
@@ -62,6 +68,8 @@ class Coordinator {
   std::vector<bool> shut_down_;
   std::vector<bool> joined_;
   int last_joined_ = -1;
+  std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks; 0 is every rank
+  int32_t next_process_set_ = 1;
   std::vector<std::string> departures_;  // per rank: how it left, for error messages
 };
 

@@ -6,7 +6,7 @@
 namespace mpirep {
 
 std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold) {
-  using Key = std::tuple<DataType, ReduceOp, double, double>;
+  using Key = std::tuple<int32_t, DataType, ReduceOp, double, double>;
   std::vector<Response> batches;
   std::map<Key, size_t> open;  // the batch still taking tensors, for each key
   for (const Response& r : ready) {
@@ -14,7 +14,7 @@ std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t thr
       batches.push_back(r);
       continue;
     }
-    const Key key{r.dtype, r.op, r.prescale, r.postscale};
+    const Key key{r.process_set, r.dtype, r.op, r.prescale, r.postscale};
     auto it = open.find(key);
     if (it != open.end() && batches[it->second].bytes + r.bytes <= threshold) {
       Response& batch = batches[it->second];

@@ -7,7 +7,7 @@
 
 namespace mpirep {
 
-// Merges ready allreduce responses that have the same dtype, op and scale factors into batches
+// Merges ready allreduce responses of the same process set, dtype, op and scale factors into batches
 // of at most `threshold` bytes, each run as one ring pass over a packed buffer. Everything else
 // passes through. A batch takes the place of its first member, so the result is a pure function
 // of the input order and the same on every rank. A tensor larger than the threshold runs alone.

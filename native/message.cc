@@ -77,6 +77,7 @@ std::string Encode(const RequestList& list) {
     w.Put(r.prescale);
     w.Put(r.postscale);
     w.Put(r.splits);
+    w.Put(r.process_set);
   }
   return w.Take();
 }
@@ -98,6 +99,7 @@ RequestList DecodeRequestList(const std::string& bytes) {
     r.prescale = rd.Get<double>();
     r.postscale = rd.Get<double>();
     r.splits = rd.GetInts();
+    r.process_set = rd.Get<int32_t>();
   }
   return list;
 }
@@ -108,6 +110,7 @@ std::string Encode(const ResponseList& list) {
   for (const Response& r : list.responses) {
     w.Put(r.kind);
     w.Put(r.collective);
+    w.Put(r.process_set);
     w.Put<uint64_t>(r.names.size());
     for (const std::string& name : r.names) w.Put(name);
     w.Put(r.dtype);
@@ -131,6 +134,7 @@ ResponseList DecodeResponseList(const std::string& bytes) {
   for (Response& r : list.responses) {
     r.kind = rd.Get<Response::Kind>();
     r.collective = rd.Get<Collective>();
+    r.process_set = rd.Get<int32_t>();
     r.names.resize(rd.Get<uint64_t>());
     for (std::string& name : r.names) name = rd.GetString();
     r.dtype = rd.Get<DataType>();

@@ -20,7 +20,8 @@ struct Request {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
-  std::vector<int64_t> splits;  // alltoall: rows sent to each rank
+  std::vector<int64_t> splits;  // alltoall: rows sent to each rank; process set ranks or id
+  int32_t process_set = 0;      // 0: all ranks; `root` and `splits` count ranks of the set
 };
 
 struct RequestList {
@@ -34,6 +35,7 @@ struct Response {
   enum class Kind : uint8_t { EXECUTE, ERROR, FINISH };
   Kind kind = Kind::EXECUTE;
   Collective collective = Collective::ALLREDUCE;
+  int32_t process_set = 0;
   std::vector<std::string> names;  // several when fused, in buffer order
   DataType dtype = DataType::FLOAT32;
   ReduceOp op = ReduceOp::SUM;
@@ -46,7 +48,8 @@ struct Response {
   StatusCode error_code = StatusCode::OK;
   std::string error;
   // allgather: each rank's first dimension; alltoall: the size x size split matrix, row i being
-  // what rank i sends; join: the rank that joined last.
+  // what rank i sends; join: the rank that joined last; add_process_set: the new id, then
+  // the set's ranks; remove_process_set: the id.
   std::vector<int64_t> rank_sizes;
   // Known to the coordinator only, never encoded: the bytes of all named tensors together,
   // which the fusion planner needs.

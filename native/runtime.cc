@@ -89,7 +89,12 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_size(cross, &topology_.cross_size);
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
-  executor_ = std::make_unique<Executor>(data_, config_);
+  executors_[0].executor = std::make_unique<Executor>(data_, config_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<int>& everyone = process_sets_[0];
+    for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
+  }
   if (topology_.rank == kCoordinator) {
     coordinator_ = std::make_unique<Coordinator>(topology_.size);
     timeline_ = std::make_unique<Timeline>(config_.timeline_path);
@@ -133,16 +138,34 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   }
   submitted_.clear();
   ReapSends(true);
+  for (auto& [id, set] : executors_) {
+    set.executor.reset();
+    if (id != 0) MPI_Comm_free(&set.data);
+  }
   MPI_Comm_free(&control_);
   MPI_Comm_free(&data_);
 }
 
-Status Runtime::Validate(const Request& r) const {
+// `members`: the ranks of the request's process set.
+Status Runtime::Validate(const Request& r, const std::vector<int>& members) const {
   const std::string where = "rank " + std::to_string(topology_.rank) + ": ";
   auto invalid = [&](const std::string& why) {
     return Status::Error(StatusCode::INVALID_ARGUMENT, where + why + " (tensor '" + r.name + "')");
   };
   if (r.name.empty()) return invalid("an operation needs a name");
+  const int set_size = static_cast<int>(members.size());
+  if (std::find(members.begin(), members.end(), topology_.rank) == members.end()) {
+    return invalid("this rank is not in process set " + std::to_string(r.process_set));
+  }
+  if (r.collective == Collective::ADD_PROCESS_SET) {
+    for (size_t i = 0; i < r.splits.size(); ++i) {
+      if (r.splits[i] < 0 || r.splits[i] >= topology_.size || (i > 0 && r.splits[i] <= r.splits[i - 1])) {
+        return invalid("a process set needs distinct ranks in 0.." + std::to_string(topology_.size - 1) +
+                       ", in increasing order; got " + ShapeString(r.splits));
+      }
+    }
+    if (r.splits.empty()) return invalid("a process set needs at least one rank");
+  }
   for (int64_t d : r.shape) {
     if (d < 0) return invalid("negative dimension in shape " + ShapeString(r.shape));
   }
@@ -157,12 +180,12 @@ Status Runtime::Validate(const Request& r) const {
   if (needs_rows && r.shape.empty()) {
     return invalid(std::string(CollectiveName(r.collective)) + " needs a tensor of at least one dimension");
   }
-  if (r.collective == Collective::BROADCAST && (r.root < 0 || r.root >= topology_.size)) {
-    return invalid("root rank " + std::to_string(r.root) + " is outside 0.." + std::to_string(topology_.size - 1));
+  if (r.collective == Collective::BROADCAST && (r.root < 0 || r.root >= set_size)) {
+    return invalid("root rank " + std::to_string(r.root) + " is outside 0.." + std::to_string(set_size - 1));
   }
   if (r.collective == Collective::ALLTOALL) {
-    if (static_cast<int>(r.splits.size()) != topology_.size) {
-      return invalid("alltoall needs one split per rank (" + std::to_string(topology_.size) +
+    if (static_cast<int>(r.splits.size()) != set_size) {
+      return invalid("alltoall needs one split per rank (" + std::to_string(set_size) +
                      "), got " + std::to_string(r.splits.size()));
     }
     int64_t total = 0;
@@ -179,12 +202,18 @@ Status Runtime::Validate(const Request& r) const {
 }
 
 Status Runtime::Enqueue(Operation op) {
-  Status valid = Validate(op.request);
-  if (!valid.ok()) return valid;
   op.request.rank = topology_.rank;
   op.enqueued_at = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    auto set = process_sets_.find(op.request.process_set);
+    if (set == process_sets_.end()) {
+      return Status::Error(StatusCode::INVALID_ARGUMENT, "rank " + std::to_string(topology_.rank) +
+                                                             ": unknown process set " +
+                                                             std::to_string(op.request.process_set));
+    }
+    Status valid = Validate(op.request, set->second);
+    if (!valid.ok()) return valid;
     if (!accepting_) {
       return Status::Error(StatusCode::SHUT_DOWN, "mpirep has been shut down on rank " +
                                                       std::to_string(topology_.rank));
@@ -324,6 +353,13 @@ void Runtime::Execute(const Response& response) {
     case Response::Kind::EXECUTE:
       break;
   }
+  if (response.collective == Collective::ADD_PROCESS_SET || response.collective == Collective::REMOVE_PROCESS_SET) {
+    ChangeProcessSets(response);
+    Complete(response.names[0], Status::Ok(), {response.rank_sizes[0]});
+    return;
+  }
+  auto executor = executors_.find(response.process_set);
+  if (executor == executors_.end()) return;  // a process set this rank is not in
   std::vector<Operation*> ops;
   std::list<StandIn> stand_ins;
   for (size_t i = 0; i < response.names.size(); ++i) {
@@ -338,7 +374,7 @@ void Runtime::Execute(const Response& response) {
   }
   std::vector<int64_t> received_splits;
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<Status> statuses = executor_->Run(response, ops, &received_splits);
+  const std::vector<Status> statuses = executor->second.executor->Run(response, ops, &received_splits);
   if (timeline_ && timeline_->enabled()) Record(response, ops, start);
   for (size_t i = 0; i < response.names.size(); ++i) {
     Complete(response.names[i], statuses[i], received_splits);
@@ -376,6 +412,38 @@ void Runtime::Record(const Response& response, const std::vector<Operation*>& op
     timeline_->Phase(op->request.name, "NEGOTIATE", op->enqueued_at, start);
     timeline_->Phase(op->request.name, CollectiveName(response.collective), start, end, detail);
   }
+}
+
+// Every rank runs this in the same response order, so the splits below pair up.
+void Runtime::ChangeProcessSets(const Response& response) {
+  const int32_t id = static_cast<int32_t>(response.rank_sizes[0]);
+  if (response.collective == Collective::ADD_PROCESS_SET) {
+    std::vector<int> members(response.rank_sizes.begin() + 1, response.rank_sizes.end());
+    const bool member = std::find(members.begin(), members.end(), topology_.rank) != members.end();
+    MPI_Comm comm;
+    MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
+    if (member) {
+      executors_[id].data = comm;
+      executors_[id].executor = std::make_unique<Executor>(comm, config_);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    process_sets_[id] = std::move(members);
+    return;
+  }
+  auto it = executors_.find(id);
+  if (it != executors_.end()) {
+    it->second.executor.reset();
+    MPI_Comm_free(&it->second.data);
+    executors_.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  process_sets_.erase(id);
+}
+
+std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = process_sets_.find(id);
+  return it == process_sets_.end() ? std::vector<int>{} : it->second;
 }
 
 void Runtime::Complete(const std::string& name, const Status& status,

@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,9 @@ class Runtime {
 
   const Topology& topology() const { return topology_; }
 
+  // The ranks of a process set, in order, or empty if there is no such set. Thread-safe.
+  std::vector<int> ProcessSetRanks(int32_t id);
+
   // Thread-safe. Checks what this rank alone can check and queues the operation; its `done`
   // runs later on the background thread. On an error `done` is never called.
   Status Enqueue(Operation op);
@@ -50,7 +54,8 @@ class Runtime {
  private:
   void ThreadMain(MPI_Comm comm);
   void Setup(MPI_Comm comm);
-  Status Validate(const Request& request) const;
+  Status Validate(const Request& request, const std::vector<int>& members) const;
+  void ChangeProcessSets(const Response& response);
 
   bool SubmitQueued();
   bool ReceiveRequests();
@@ -78,13 +83,18 @@ class Runtime {
   bool running_ = false;
   std::vector<Operation> queue_;
   std::unordered_set<std::string> in_flight_;
+  std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks, 0 is every rank
   bool accepting_ = true;
   std::string shutdown_reason_;
 
   // The background thread's own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
-  std::unique_ptr<Executor> executor_;
+  struct ProcessSetComm {  // this rank's side of a process set it belongs to
+    MPI_Comm data = MPI_COMM_NULL;
+    std::unique_ptr<Executor> executor;
+  };
+  std::map<int32_t, ProcessSetComm> executors_;  // 0: every rank, on data_
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::unique_ptr<Timeline> timeline_;        // rank 0 only, when configured
   std::unordered_map<std::string, Operation> submitted_;

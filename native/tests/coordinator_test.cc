@@ -146,6 +146,39 @@ void RunCoordinatorTests() {
     CHECK(c.TakeReady().empty());  // nobody counts as joined any more
   }
   {
+    // Process sets: a tensor of a set waits only for its members; removing a set fails what
+    // still waits in it.
+    Coordinator c(3);
+    for (int r = 0; r < 3; ++r) {
+      Request add = Make(r, "add", {0}, Collective::ADD_PROCESS_SET);
+      add.splits = {0, 2};
+      c.Submit(add, t0);
+    }
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].rank_sizes == (std::vector<int64_t>{1, 0, 2}));
+    Request a0 = Make(0, "s", {4}), a2 = Make(2, "s", {4});
+    a0.process_set = a2.process_set = 1;
+    c.Submit(a0, t0);
+    c.Submit(a2, t0);
+    ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].process_set == 1);
+    Request waiting = Make(0, "w", {1});
+    waiting.process_set = 1;
+    c.Submit(waiting, t0);
+    for (int r = 0; r < 3; ++r) {
+      Request remove = Make(r, "remove", {0}, Collective::REMOVE_PROCESS_SET);
+      remove.splits = {1};
+      c.Submit(remove, t0);
+    }
+    ready = c.TakeReady();
+    CHECK(ready.size() == 2 && ready[0].names[0] == "w" && ready[0].kind == Response::Kind::ERROR &&
+          Contains(ready[0].error, "process set 1 was removed"));
+    Request late = Make(1, "late", {1});
+    late.process_set = 1;
+    c.Submit(late, t0);
+    CHECK(c.TakeReady()[0].error_code == StatusCode::INVALID_ARGUMENT);
+  }
+  {
     // Stall reports name the waiting tensor and the missing ranks, once per period.
     Coordinator c(3);
     c.Submit(Make(0, "slow", {1}), t0);

@@ -1,0 +1,59 @@
+"""Process sets: collectives among a subset of the ranks, numbered inside the set."""
+import numpy as np
+import pytest
+
+import mpirep
+from ranks import assert_identical_across_ranks
+
+
+@pytest.fixture
+def even_ranks():
+    members = list(range(0, mpirep.size(), 2))
+    process_set = mpirep.add_process_set(members)
+    yield process_set, members
+    mpirep.remove_process_set(process_set)
+
+
+def test_collectives_inside_a_set(even_ranks):
+    process_set, members = even_ranks
+    rank = mpirep.rank()
+    assert mpirep.process_set_ranks(process_set) == members
+    if rank not in members:
+        with pytest.raises(mpirep.InvalidArgumentError, match="not in process set"):
+            mpirep.allreduce(np.ones(3), process_set=process_set)
+        assert_identical_across_ranks([])
+        return
+    k, inner = len(members), members.index(rank)
+    assert mpirep.process_set_size(process_set) == k and mpirep.process_set_rank(process_set) == inner
+    total = mpirep.allreduce(np.arange(6, dtype=np.int64) * (rank + 1), op=mpirep.Sum, process_set=process_set)
+    np.testing.assert_array_equal(total, np.arange(6) * sum(r + 1 for r in members))
+    rows = mpirep.allgather(np.full((inner + 1, 2), rank, np.int32), process_set=process_set)
+    np.testing.assert_array_equal(rows, np.concatenate([np.full((i + 1, 2), r, np.int32)
+                                                        for i, r in enumerate(members)]))
+    root = k - 1  # a rank number inside the set
+    got = mpirep.broadcast(np.full(4, rank, np.float32), root_rank=root, process_set=process_set)
+    np.testing.assert_array_equal(got, np.full(4, members[root], np.float32))
+    exchanged = mpirep.alltoall(np.arange(k, dtype=np.int64) + 100 * rank, process_set=process_set)
+    np.testing.assert_array_equal(exchanged, np.array([100 * r + inner for r in members]))
+    assert_identical_across_ranks([])
+
+
+def test_world_collectives_still_work_beside_a_set(even_ranks):
+    process_set, members = even_ranks
+    rank, n = mpirep.rank(), mpirep.size()
+    handles = []
+    if rank in members:  # unnamed set operations must not shift the world's numbering
+        handles.append(mpirep.allreduce_async(np.ones(2), op=mpirep.Sum, process_set=process_set))
+    world = mpirep.allreduce(np.full(2, rank, np.int64), op=mpirep.Sum)
+    np.testing.assert_array_equal(world, np.full(2, n * (n - 1) // 2))
+    for h in handles:
+        np.testing.assert_array_equal(mpirep.synchronize(h), np.full(2, float(len(members))))
+
+
+def test_unknown_and_invalid_sets():
+    with pytest.raises(ValueError, match="unknown process set 4242"):
+        mpirep.allreduce(np.ones(2), process_set=4242)
+    with pytest.raises(mpirep.InvalidArgumentError, match="distinct ranks"):
+        mpirep.add_process_set([0, 0])
+    with pytest.raises(mpirep.InvalidArgumentError, match="cannot be removed"):
+        mpirep.remove_process_set(0)
