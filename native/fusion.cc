@@ -5,12 +5,12 @@
 
 namespace mpirep {
 
-std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold) {
+std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold, int64_t solo_bytes) {
   using Key = std::tuple<int32_t, DataType, ReduceOp, double, double>;
   std::vector<Response> batches;
   std::map<Key, size_t> open;  // the batch still taking tensors, for each key
   for (const Response& r : ready) {
-    if (r.kind != Response::Kind::EXECUTE || r.collective != Collective::ALLREDUCE) {
+    if (r.kind != Response::Kind::EXECUTE || r.collective != Collective::ALLREDUCE || r.bytes >= solo_bytes) {
       batches.push_back(r);
       continue;
     }

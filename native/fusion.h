@@ -10,7 +10,11 @@ namespace mpirep {
 // Merges ready allreduce responses of the same process set, dtype, op and scale factors into batches
 // of at most `threshold` bytes, each run as one ring pass over a packed buffer. Everything else
 // passes through. A batch takes the place of its first member, so the result is a pure function
-// of the input order and the same on every rank. A tensor larger than the threshold runs alone.
-std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold);
+// of the input order and the same on every rank.
+//
+// Fusion saves the fixed cost of a ring pass, and costs two copies of every byte (packing and
+// unpacking). Past `solo_bytes` the copies cost more than a pass, so a tensor that large runs
+// alone, reduced straight from its input into its output.
+std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold, int64_t solo_bytes);
 
 }  // namespace mpirep

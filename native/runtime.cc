@@ -291,7 +291,9 @@ bool Runtime::RespondIfReady() {
     if (now - *holding_since_ < std::chrono::duration<double, std::milli>(config_.cycle_time_ms)) return false;
   }
   ResponseList list;
-  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold_bytes);
+  // A tensor with at least a chunk per ring segment already pipelines fully on its own.
+  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold_bytes,
+                              config_.chunk_bytes * topology_.size);
   if (coordinator_->AllShutDown() && !coordinator_->HasPending()) {
     Response finish;
     finish.kind = Response::Kind::FINISH;

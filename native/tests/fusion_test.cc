@@ -32,27 +32,30 @@ std::vector<std::vector<std::string>> Names(const std::vector<Response>& batches
 void RunFusionTests() {
   using Batches = std::vector<std::vector<std::string>>;
   // Same key, under the threshold: one batch.
-  CHECK(Names(PlanFusion({Allreduce("a", 40), Allreduce("b", 40), Allreduce("c", 20)}, 100)) ==
+  CHECK(Names(PlanFusion({Allreduce("a", 40), Allreduce("b", 40), Allreduce("c", 20)}, 100, 1000)) ==
         (Batches{{"a", "b", "c"}}));
   // The threshold closes a batch; a later tensor joins the newest open batch of its key.
-  CHECK(Names(PlanFusion({Allreduce("a", 60), Allreduce("b", 60), Allreduce("c", 40)}, 100)) ==
+  CHECK(Names(PlanFusion({Allreduce("a", 60), Allreduce("b", 60), Allreduce("c", 40)}, 100, 1000)) ==
         (Batches{{"a"}, {"b", "c"}}));
   // Larger than the threshold: alone.
-  CHECK(Names(PlanFusion({Allreduce("big", 500), Allreduce("x", 10)}, 100)) == (Batches{{"big"}, {"x"}}));
+  CHECK(Names(PlanFusion({Allreduce("big", 500), Allreduce("x", 10)}, 100, 1000)) == (Batches{{"big"}, {"x"}}));
   // Different dtype, op or scale factor: never fused together; batches keep first-member order.
   CHECK(Names(PlanFusion({Allreduce("f", 8), Allreduce("d", 8, DataType::FLOAT64), Allreduce("g", 8),
                           Allreduce("m", 8, DataType::FLOAT32, ReduceOp::MAX), Allreduce("p", 8, DataType::FLOAT32, ReduceOp::SUM, 2.0)},
-                         100)) == (Batches{{"f", "g"}, {"d"}, {"m"}, {"p"}}));
+                         100, 1000)) == (Batches{{"f", "g"}, {"d"}, {"m"}, {"p"}}));
   // Other collectives and errors pass through in place.
   Response bcast;
   bcast.collective = Collective::BROADCAST;
   bcast.names = {"b"};
   Response error = Allreduce("e", 8);
   error.kind = Response::Kind::ERROR;
-  CHECK(Names(PlanFusion({Allreduce("a", 8), bcast, error, Allreduce("c", 8)}, 100)) ==
+  CHECK(Names(PlanFusion({Allreduce("a", 8), bcast, error, Allreduce("c", 8)}, 100, 1000)) ==
         (Batches{{"a", "c"}, {"b"}, {"e"}}));
   // A batch's byte count is the sum of its members'.
-  CHECK(PlanFusion({Allreduce("a", 8), Allreduce("b", 16)}, 100)[0].bytes == 24);
+  CHECK(PlanFusion({Allreduce("a", 8), Allreduce("b", 16)}, 100, 1000)[0].bytes == 24);
+  // A tensor of at least the solo size runs alone even under the threshold.
+  CHECK(Names(PlanFusion({Allreduce("a", 8), Allreduce("big", 50), Allreduce("c", 8)}, 100, 50)) ==
+        (Batches{{"a", "c"}, {"big"}}));
   // Threshold 0 disables fusion.
-  CHECK(Names(PlanFusion({Allreduce("a", 8), Allreduce("b", 8)}, 0)) == (Batches{{"a"}, {"b"}}));
+  CHECK(Names(PlanFusion({Allreduce("a", 8), Allreduce("b", 8)}, 0, 1000)) == (Batches{{"a"}, {"b"}}));
 }
