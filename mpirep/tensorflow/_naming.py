@@ -26,3 +26,8 @@ def tensor_name(kind, name=None, ignore_name_scope=False):
         with graph.name_scope(None):
             return graph.unique_name(base)
     return graph.unique_name(base)
+
+
+def reset_eager_names():
+    """Numbers unnamed eager ops from zero again (after join, when no op is in flight)."""
+    _eager_counts.clear()

@@ -4,12 +4,14 @@ Signatures follow horovod.tensorflow. ``device_dense``/``device_sparse`` are acc
 compatibility and ignored: the op runs where TensorFlow places its input.
 """
 
+import numpy as np
 import tensorflow as tf
 
 import mpirep
 from mpirep import session
 from mpirep.tensorflow import _bridge
-from mpirep.tensorflow._naming import tensor_name
+from mpirep.tensorflow._errors import to_tf_error
+from mpirep.tensorflow._naming import reset_eager_names, tensor_name
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import check as _check_process_set
 from mpirep.tensorflow.process_sets import global_process_set
@@ -257,7 +259,31 @@ def _even_splits(tensor):
     return tf.fill([size], tf.shape(tensor, out_type=tf.int64)[0] // size)
 
 
+@_not_autograph
 def join():
-    """Horovod's join (ranks with less data wait for the others) needs core support that does
-    not exist yet."""
-    raise NotImplementedError("mpirep does not implement join yet")
+    """Says this rank has run out of data and waits until every rank has said so; returns the
+    rank that joined last, as an int32 scalar tensor (Horovod's join).
+
+    Until then this rank takes part in the other ranks' collectives without issuing them:
+    with zeros in allreduce and reducescatter (Average still divides by every rank), with no
+    rows in allgather; alltoall, and a broadcast whose root has joined, fail meanwhile. The
+    ranks that stopped early hold older weights: broadcast them from the returned rank.
+    Eagerly it runs at once; in a graph it is an op (order it after the rank's last step)."""
+    session._require_init()
+    if tf.executing_eagerly():
+        return tf.constant(_join_now(), tf.int32)
+    last = tf.numpy_function(lambda: np.int32(_join_now()), [], tf.int32, stateful=True,
+                             name="mpirep_join")
+    last.set_shape([])
+    return last
+
+
+def _join_now():
+    try:
+        last = mpirep.join()
+    except mpirep.MpirepError as error:
+        raise to_tf_error(error) from None
+    # Every rank's work is finished here, so ranks that issued different numbers of unnamed
+    # eager ops start numbering them again in step.
+    reset_eager_names()
+    return last

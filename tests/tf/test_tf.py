@@ -40,6 +40,11 @@ def test_fallback_warns_once_when_the_library_cannot_build(tmp_path):
     assert output.count("could not be built or loaded") == 1, output[-3000:]
 
 
+@pytest.mark.parametrize("ranks,bridge", [(2, "native"), (3, "native"), (2, "numpy")])
+def test_join_with_uneven_work(ranks, bridge):
+    assert_passed(*mpirun(ranks, JOBS / "join_job.py", env={"MPIREP_TF_BRIDGE": bridge}), ranks)
+
+
 @pytest.mark.parametrize("keras", ["keras3", "tf_keras"])
 def test_training(keras):
     env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}

@@ -21,6 +21,7 @@ from mpirep.tensorflow import (  # noqa: F401  (the shared part of the interface
     global_process_set,
     init,
     is_initialized,
+    join,
     local_rank,
     local_size,
     mpi_built,

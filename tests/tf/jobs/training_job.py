@@ -98,6 +98,36 @@ def custom_loop_with_tape():
 
 
 @check
+def fit_with_uneven_data_then_join():
+    # Rank r has N + 1 - r batches. A linear model under mse with plain SGD, checked against
+    # the same steps done in numpy: at step k the gradient is the sum over the ranks still
+    # training, divided by N (joined ranks contribute zeros).
+    batch, lr, features = 4, 0.05, 3
+    rng = np.random.default_rng(11)
+    xs = [rng.normal(size=((N + 1 - r) * batch, features)).astype(np.float32) for r in range(N)]
+    ys = [x @ np.array([[1.0], [-2.0], [0.5]], np.float32) for x in xs]
+    m = keras.Sequential([keras.Input((features,)),
+                          keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")])
+    m.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(lr)), loss="mse")
+    try:
+        m.fit(xs[R], ys[R], batch_size=batch, epochs=1, shuffle=False, verbose=0)
+    finally:
+        last = int(hvd.join())
+    assert last == 0, last  # rank 0 has the most batches
+    hvd.broadcast_variables(m.variables, root_rank=last)
+    w = np.ones((features, 1))
+    for k in range(N + 1):
+        grad = np.zeros_like(w)
+        for r in range(N):
+            if k < len(xs[r]) // batch:
+                xb, yb = xs[r][k * batch:(k + 1) * batch], ys[r][k * batch:(k + 1) * batch]
+                grad += 2.0 / batch * xb.T @ (xb @ w - yb)
+        w -= lr * grad / N
+    np.testing.assert_allclose(m.get_weights()[0], w, rtol=1e-5)
+    same_on_every_rank(hvd, weights(m))
+
+
+@check
 def broadcast_callback_equalises_ranks():
     m = model(seed=400 + R)
     callback = hvd.callbacks.BroadcastGlobalVariablesCallback(N - 1)
