@@ -278,10 +278,7 @@ std::vector<std::string> Coordinator::StallWarnings(Clock::time_point now, Clock
   for (auto& [name, p] : pending_) {
     if (now - p.last_warned >= after) {  // last_warned starts at first_seen
       p.last_warned = now;
-      const Request& any = AnyRequest(p);
-      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - p.first_seen).count();
-      lines[name] = "tensor '" + name + "' (" + CollectiveName(any.collective) + ") waiting " +
-                    std::to_string(waited) + " s: " + MissingRanks(p);
+      lines[name] = Describe(name, p, now);
     }
   }
   std::vector<std::string> out;
@@ -289,9 +286,20 @@ std::vector<std::string> Coordinator::StallWarnings(Clock::time_point now, Clock
   return out;
 }
 
-bool Coordinator::StalledLongerThan(Clock::time_point now, Clock::duration after) const {
-  return std::any_of(pending_.begin(), pending_.end(),
-                     [&](const auto& kv) { return now - kv.second.first_seen >= after; });
+std::vector<std::string> Coordinator::StalledLongerThan(Clock::time_point now, Clock::duration after) const {
+  std::map<std::string, std::string> lines;
+  for (const auto& [name, p] : pending_) {
+    if (now - p.first_seen >= after) lines[name] = Describe(name, p, now);
+  }
+  std::vector<std::string> out;
+  for (auto& [name, line] : lines) out.push_back(std::move(line));
+  return out;
+}
+
+std::string Coordinator::Describe(const std::string& name, const Pending& p, Clock::time_point now) const {
+  const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - p.first_seen).count();
+  return "tensor '" + name + "' (" + CollectiveName(AnyRequest(p).collective) + ") waiting " +
+         std::to_string(waited) + " s: " + MissingRanks(p);
 }
 
 }  // namespace mpirep

@@ -39,8 +39,8 @@ class Coordinator {
   // Human-readable lines about tensors some ranks have waited on for `after` or longer, each
   // reported at most once per `after`.
   std::vector<std::string> StallWarnings(Clock::time_point now, Clock::duration after);
-  // Whether some tensor has waited at least `after` for a rank.
-  bool StalledLongerThan(Clock::time_point now, Clock::duration after) const;
+  // The tensors that have waited at least `after` for a rank, described as in StallWarnings.
+  std::vector<std::string> StalledLongerThan(Clock::time_point now, Clock::duration after) const;
   bool HasPending() const { return !pending_.empty(); }
   bool HasReady() const { return !ready_.empty(); }
 
@@ -58,6 +58,7 @@ class Coordinator {
   void Joined(int rank);
   Response Decide(const std::string& name, const Pending& pending);
   std::string MissingRanks(const Pending& pending) const;
+  std::string Describe(const std::string& name, const Pending& pending, Clock::time_point now) const;
   void Fail(const std::string& name, StatusCode code, const std::string& why);
   const Request& AnyRequest(const Pending& pending) const;
   void DecideProcessSetChange(const std::string& name, const Request& request, Response* response);

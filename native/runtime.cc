@@ -329,17 +329,16 @@ void Runtime::WarnAboutStalls() {
   for (const std::string& line : coordinator_->StallWarnings(now, after)) {
     std::fprintf(stderr, "[mpirep] WARNING: stalled collective: %s\n", line.c_str());
   }
-  if (config_.stall_shutdown_seconds > 0 &&
-      coordinator_->StalledLongerThan(
-          now, std::chrono::duration_cast<Coordinator::Clock::duration>(
-                   std::chrono::duration<double>(config_.stall_shutdown_seconds)))) {
-    std::fprintf(stderr,
-                 "[mpirep] ERROR: a collective has waited longer than the stall shutdown time "
-                 "(%.0f s); aborting the job\n",
-                 config_.stall_shutdown_seconds);
-    std::fflush(stderr);
-    MPI_Abort(data_, 1);
-  }
+  if (config_.stall_shutdown_seconds <= 0) return;
+  const std::vector<std::string> stalled = coordinator_->StalledLongerThan(
+      now, std::chrono::duration_cast<Coordinator::Clock::duration>(
+               std::chrono::duration<double>(config_.stall_shutdown_seconds)));
+  if (stalled.empty()) return;
+  std::fprintf(stderr, "[mpirep] ERROR: aborting the job: collectives waited longer than the stall shutdown time (%.0f s):\n",
+               config_.stall_shutdown_seconds);
+  for (const std::string& line : stalled) std::fprintf(stderr, "[mpirep]   %s\n", line.c_str());
+  std::fflush(stderr);
+  MPI_Abort(data_, 1);
 }
 
 void Runtime::Execute(const Response& response) {

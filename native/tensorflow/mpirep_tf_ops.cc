@@ -110,6 +110,7 @@ class CollectiveOp : public AsyncOpKernel {
     OP_REQUIRES_OK(context, context->GetAttr("root_rank", &root_rank_));
     OP_REQUIRES_OK(context, context->GetAttr("prescale", &prescale_));
     OP_REQUIRES_OK(context, context->GetAttr("postscale", &postscale_));
+    OP_REQUIRES_OK(context, context->GetAttr("process_set", &process_set_));
     OP_REQUIRES(context, CoreDataType(context->input_type(0), &dtype_),
                 absl::InvalidArgumentError("mpirep does not support this dtype"));
   }
@@ -143,6 +144,7 @@ class CollectiveOp : public AsyncOpKernel {
     desc.nsplits = static_cast<int>(op->splits.size());
     desc.splits = op->splits.empty() ? nullptr : op->splits.data();
     desc.input = DataOf(op->input);
+    desc.process_set = process_set_;
 
     char error[1024] = "";
     InFlight* user = op.release();  // owned by Finish from here on, if the enqueue succeeds
@@ -160,6 +162,7 @@ class CollectiveOp : public AsyncOpKernel {
   int root_rank_;
   float prescale_;
   float postscale_;
+  int process_set_;
   mpirep::DataType dtype_;
 };
 
@@ -198,12 +201,22 @@ REGISTER_OP("MpirepCollective")
     .Attr("root_rank: int = 0")
     .Attr("prescale: float = 1.0")
     .Attr("postscale: float = 1.0")
+    .Attr("process_set: int = 0")
     .SetIsStateful()  // never constant-folded or deduplicated: every rank must take part
     .SetShapeFn(mpirep_tf::CollectiveShape);
 
 REGISTER_KERNEL_BUILDER(Name("MpirepCollective").Device(tensorflow::DEVICE_CPU),
                         mpirep_tf::CollectiveOp);
 
-extern "C" __attribute__((visibility("default"))) void mpirep_tf_set_api(const void* table) {
-  mpirep_tf::g_api.store(static_cast<const mpirep_api*>(table));
+// The C API version this library was compiled against: mpirep_op_desc's layout depends on it.
+extern "C" __attribute__((visibility("default"))) int mpirep_tf_api_version() {
+  return MPIREP_API_VERSION;
+}
+
+// Takes the core's function table; returns 0, or the core's API version when it is not ours.
+extern "C" __attribute__((visibility("default"))) int mpirep_tf_set_api(const void* table) {
+  const auto* api = static_cast<const mpirep_api*>(table);
+  if (api->version != MPIREP_API_VERSION) return api->version;
+  mpirep_tf::g_api.store(api);
+  return 0;
 }

@@ -191,6 +191,8 @@ void RunCoordinatorTests() {
           << (lines.empty() ? "" : lines[0]));
     CHECK(c.StallWarnings(t0 + std::chrono::seconds(7), period).empty());
     CHECK(c.StallWarnings(t0 + std::chrono::seconds(12), period).size() == 1);
-    CHECK(c.StalledLongerThan(t0 + std::chrono::seconds(12), std::chrono::seconds(10)));
+    std::vector<std::string> stalled = c.StalledLongerThan(t0 + std::chrono::seconds(12), std::chrono::seconds(10));
+    CHECK(stalled.size() == 1 && Contains(stalled[0], "'slow'") && Contains(stalled[0], "missing rank 1"));
+    CHECK(c.StalledLongerThan(t0 + std::chrono::seconds(9), std::chrono::seconds(10)).empty());
   }
 }
