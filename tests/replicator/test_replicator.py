@@ -1,0 +1,47 @@
+"""The Replicator end to end: each test starts one mpirun job that runs many checks."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tf"))
+from mpijobs import REPO, environment, mpirun  # noqa: E402
+
+JOBS = Path(__file__).resolve().parent / "jobs"
+
+
+def assert_passed(status, output, ranks):
+    summary = re.search(rf"(\d+) checks on {ranks} ranks, (\d+) failures", output)
+    assert status == 0 and summary and summary.group(2) == "0", output[-6000:]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def op_library():
+    """Builds the op library once, before jobs whose ranks would otherwise wait on it."""
+    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
+                    "b.library_path()"], cwd=REPO, env=environment(), check=True, timeout=300)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_collectives_variables_input_checkpoints(ranks):
+    assert_passed(*mpirun(ranks, JOBS / "collectives_job.py", timeout_s=180), ranks)
+
+
+@pytest.mark.parametrize("ranks,keras", [(1, "keras3"), (2, "keras3"), (3, "keras3"),
+                                         (2, "tf_keras")])
+def test_training_matches_one_process(ranks, keras):
+    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
+    assert_passed(*mpirun(ranks, JOBS / "equivalence_job.py", env=env, timeout_s=180), ranks)
+
+
+@pytest.mark.parametrize("script", ["replicator_classifier.py", "replicator_gan.py",
+                                    "replicator_custom_update.py"])
+def test_example_at_two_ranks(script):
+    status, output = mpirun(2, REPO / "examples" / script, timeout_s=180)
+    assert status == 0, output[-6000:]
+    assert len(re.findall(r"^final ", output, re.M)) == 1, output[-3000:]  # the chief only
