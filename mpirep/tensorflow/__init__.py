@@ -58,6 +58,10 @@ _REDUCE_OP_NAMES = ("Average", "Sum", "Min", "Max", "Product")
 
 
 def __getattr__(name):
+    if name == "SyncBatchNormalization":  # made on first use: it subclasses tf.keras's layer
+        from mpirep.tensorflow.sync_batch_norm import sync_batch_normalization_class
+
+        return sync_batch_normalization_class()
     # The op codes come from the core, which loads on first use rather than at import.
     if name in _REDUCE_OP_NAMES:
         import mpirep

@@ -16,18 +16,22 @@ def load():
     if _ops is None:
         path = str(_native_build.library_path())
         module = tf.load_op_library(path)
-        ctypes.CDLL(path).mpirep_tf_set_api(ctypes.c_void_p(core().api_table_address()))
+        library = ctypes.CDLL(path)
+        mismatch = library.mpirep_tf_set_api(ctypes.c_void_p(core().api_table_address()))
+        if mismatch:
+            raise RuntimeError(f"the op library was built for C API version "
+                               f"{library.mpirep_tf_api_version()}, the core has {mismatch}")
         _ops = module
     return _ops
 
 
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
-        splits=None):
+        splits=None, process_set=0):
     """One collective; returns (output, received_splits)."""
     splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
     return _ops.mpirep_collective(
         tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
-        root_rank=root_rank, prescale=prescale, postscale=postscale)
+        root_rank=root_rank, prescale=prescale, postscale=postscale, process_set=process_set)
 
 
 def run_group(collective, tensors, names, **kwargs):

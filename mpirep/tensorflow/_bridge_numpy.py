@@ -14,28 +14,25 @@ from mpirep.errors import MpirepError
 from mpirep.tensorflow._errors import to_tf_error
 
 
-def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, splits):
+def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, splits,
+            process_set):
     name = name.decode() if isinstance(name, bytes) else str(name)
     if collective == "allreduce":
-        return collectives.allreduce_async(array, reduce_op, name, prescale, postscale)
+        return collectives.allreduce_async(array, reduce_op, name, prescale, postscale,
+                                           process_set)
     if collective == "allgather":
-        return collectives.allgather_async(array, name)
+        return collectives.allgather_async(array, name, process_set)
     if collective == "broadcast":
-        return collectives.broadcast_async(array, root_rank, name)
+        return collectives.broadcast_async(array, root_rank, name, process_set)
     if collective == "reducescatter":
-        return collectives.reducescatter_async(array, reduce_op, name)
+        return collectives.reducescatter_async(array, reduce_op, name, process_set)
     if collective == "alltoall":
-        return collectives.alltoall_async(array, splits, name)
+        return collectives.alltoall_async(array, splits, name, process_set)
     raise ValueError(f"unknown collective {collective!r}")
 
 
-def _settings(reduce_op, root_rank, prescale, postscale, splits):
-    return dict(reduce_op=reduce_op, root_rank=root_rank, prescale=prescale, postscale=postscale,
-                splits=splits)
-
-
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
-        splits=None):
+        splits=None, process_set=0):
     """One collective; returns (output, received_splits)."""
     tensor = tf.convert_to_tensor(tensor)
     has_splits = splits is not None
@@ -44,7 +41,7 @@ def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postsc
     def compute(array, name_bytes, split_array):
         try:
             handle = _submit(collective, array, name_bytes, reduce_op, root_rank, prescale,
-                             postscale, split_array if has_splits else None)
+                             postscale, split_array if has_splits else None, process_set)
             result = collectives.synchronize(handle)
         except MpirepError as error:
             raise to_tf_error(error) from None
@@ -58,7 +55,8 @@ def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postsc
     return output, received
 
 
-def run_group(collective, tensors, names, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0):
+def run_group(collective, tensors, names, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
+              process_set=0):
     """Several collectives of one kind in one numpy_function: all submitted, then all awaited."""
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     if not tensors:
@@ -66,13 +64,16 @@ def run_group(collective, tensors, names, reduce_op=0, root_rank=0, prescale=1.0
 
     def compute(*arrays):
         try:
-            handles = [_submit(collective, a, n, reduce_op, root_rank, prescale, postscale, None)
+            handles = [_submit(collective, a, n, reduce_op, root_rank, prescale, postscale, None,
+                               process_set)
                        for a, n in zip(arrays, names)]
             return [collectives.synchronize(h) for h in handles]
         except MpirepError as error:
             raise to_tf_error(error) from None
 
     outputs = tf.numpy_function(compute, tensors, [t.dtype for t in tensors], stateful=True)
+    if not isinstance(outputs, (list, tuple)):  # eagerly, one output comes back bare
+        outputs = [outputs]
     for output, tensor in zip(outputs, tensors):
         output.set_shape(_output_shape(collective, tensor.shape))
     return list(outputs)

@@ -8,9 +8,9 @@ import tensorflow as tf
 
 import mpirep
 from mpirep.tensorflow import mpi_ops
+from mpirep.tensorflow._errors import to_tf_error
 from mpirep.tensorflow._naming import tensor_name
-from mpirep.tensorflow.process_sets import check as _check_process_set
-from mpirep.tensorflow.process_sets import global_process_set
+from mpirep.tensorflow.process_sets import global_process_set, resolve
 
 
 @tf.autograph.experimental.do_not_convert
@@ -21,18 +21,31 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     if not tf.executing_eagerly():
         return _assign_broadcast(variables, root_rank, process_set)
     if variables:
-        def assign():
-            _assign_broadcast(variables, root_rank, process_set)
-
-        tf.function(assign, autograph=False)()
+        _eager_broadcast(variables, root_rank, process_set)
     return None
 
 
+def _eager_broadcast(variables, root_rank, process_set):
+    # Straight through the numpy API: every broadcast is submitted before any is awaited, and
+    # no tf.function is traced for a call that typically happens once.
+    set_id, _, _ = resolve(process_set)
+    base = tensor_name("broadcast_variables", set_id=set_id)
+    try:
+        handles = [mpirep.broadcast_async(np.asarray(v.numpy()), root_rank, f"{base}.{i}",
+                                          process_set=set_id)
+                   for i, v in enumerate(variables)]
+        values = [mpirep.synchronize(h) for h in handles]
+    except mpirep.MpirepError as error:
+        raise to_tf_error(error) from None
+    for variable, value in zip(variables, values):
+        variable.assign(value)
+
+
 def _assign_broadcast(variables, root_rank, process_set):
-    bridge = mpi_ops._prepare(process_set)
-    base = tensor_name("broadcast_variables")
+    target = mpi_ops._prepare(process_set)
+    base = tensor_name("broadcast_variables", set_id=target.set_id)
     names = [f"{base}.{i}" for i in range(len(variables))]
-    values = bridge.run_group("broadcast", [tf.convert_to_tensor(v) for v in variables], names,
+    values = target.run_group("broadcast", [tf.convert_to_tensor(v) for v in variables], names,
                               root_rank=root_rank)
     return tf.group(*[v.assign(x) for v, x in zip(variables, values)])
 
@@ -53,23 +66,26 @@ def _serialize(obj):
 
 
 def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=global_process_set):
-    """Returns ``root_rank``'s ``obj`` (anything picklable) on every rank."""
-    _check_process_set(process_set)
+    """Returns ``root_rank``'s ``obj`` (anything picklable) on every rank of the set
+    (``root_rank`` counts within the set)."""
+    set_id, rank, _ = resolve(process_set)
     name = name or "broadcast_object"
-    payload = _serialize(obj) if mpirep.rank() == root_rank else np.zeros(0, np.uint8)
-    length = mpirep.broadcast(np.array([payload.size], np.int64), root_rank, name=f"{name}.len")
-    if mpirep.rank() != root_rank:
+    payload = _serialize(obj) if rank == root_rank else np.zeros(0, np.uint8)
+    length = mpirep.broadcast(np.array([payload.size], np.int64), root_rank, name=f"{name}.len",
+                              process_set=set_id)
+    if rank != root_rank:
         payload = np.zeros(int(length[0]), np.uint8)
-    data = mpirep.broadcast(payload, root_rank, name=f"{name}.data")
-    return obj if mpirep.rank() == root_rank else pickle.loads(data.tobytes())
+    data = mpirep.broadcast(payload, root_rank, name=f"{name}.data", process_set=set_id)
+    return obj if rank == root_rank else pickle.loads(data.tobytes())
 
 
 def allgather_object(obj, session=None, name=None, process_set=global_process_set):
     """Returns the list of every rank's ``obj`` (anything picklable), in rank order."""
-    _check_process_set(process_set)
+    set_id, _, _ = resolve(process_set)
     name = name or "allgather_object"
     payload = _serialize(obj)
-    lengths = mpirep.allgather(np.array([payload.size], np.int64), name=f"{name}.len")
-    data = mpirep.allgather(payload, name=f"{name}.data")
+    lengths = mpirep.allgather(np.array([payload.size], np.int64), name=f"{name}.len",
+                               process_set=set_id)
+    data = mpirep.allgather(payload, name=f"{name}.data", process_set=set_id)
     bounds = np.concatenate([[0], np.cumsum(lengths)])
     return [pickle.loads(data[bounds[i]:bounds[i + 1]].tobytes()) for i in range(len(lengths))]

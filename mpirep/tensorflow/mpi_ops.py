@@ -13,8 +13,7 @@ from mpirep.tensorflow import _bridge
 from mpirep.tensorflow._errors import to_tf_error
 from mpirep.tensorflow._naming import reset_eager_names, tensor_name
 from mpirep.tensorflow.compression import Compression
-from mpirep.tensorflow.process_sets import check as _check_process_set
-from mpirep.tensorflow.process_sets import global_process_set
+from mpirep.tensorflow.process_sets import global_process_set, resolve
 
 
 # Autograph would otherwise try to rewrite this library's Python when a user's tf.function calls it.
@@ -40,25 +39,40 @@ def _resolve_op(op, average):
     return op
 
 
+class _Target:
+    """Where an op runs: the bridge, and the process set's core id, this rank's number in it
+    and its size."""
+
+    __slots__ = ("bridge", "set_id", "rank", "size")
+
+    def __init__(self, process_set):
+        session._require_init()
+        self.set_id, self.rank, self.size = resolve(process_set)
+        self.bridge = _bridge.bridge()
+
+    def run(self, collective, tensor, name, **kwargs):
+        return self.bridge.run(collective, tensor, name, process_set=self.set_id, **kwargs)
+
+    def run_group(self, collective, tensors, names, **kwargs):
+        return self.bridge.run_group(collective, tensors, names, process_set=self.set_id,
+                                     **kwargs)
+
+
 def _prepare(process_set):
-    session._require_init()
-    _check_process_set(process_set)
-    return _bridge.bridge()
+    return _Target(process_set)
 
 
-def _allreduce(tensor, name, op, prescale_factor, postscale_factor):
-    bridge = _bridge.bridge()
-
+def _allreduce(target, tensor, name, op, prescale_factor, postscale_factor):
     @tf.custom_gradient
     def forward(x):
-        output, _ = bridge.run("allreduce", x, name, reduce_op=op, prescale=prescale_factor,
+        output, _ = target.run("allreduce", x, name, reduce_op=op, prescale=prescale_factor,
                                postscale=postscale_factor)
 
         def grad(dy):
             if op not in (mpirep.Sum, mpirep.Average):
                 raise NotImplementedError("only Sum and Average allreduce have gradients")
-            return _allreduce(dy, tensor_name("allreduce.grad"), op, prescale_factor,
-                              postscale_factor)
+            grad_name = tensor_name("allreduce.grad", set_id=target.set_id)
+            return _allreduce(target, dy, grad_name, op, prescale_factor, postscale_factor)
 
         return output, grad
 
@@ -73,25 +87,25 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
     result. A tf.IndexedSlices is gathered instead (values and indices), which Average and Sum
     allow."""
     op = _resolve_op(op, average)
-    _prepare(process_set)
+    target = _prepare(process_set)
     if isinstance(tensor, tf.IndexedSlices):
         return _allreduce_sparse(tensor, op, prescale_factor, postscale_factor, name,
-                                 process_set, ignore_name_scope)
+                                 process_set, ignore_name_scope, target.size)
     tensor = tf.convert_to_tensor(tensor)
     compressed, context = compression.compress(tensor)
-    name = tensor_name("allreduce", name, ignore_name_scope)
-    reduced = _allreduce(compressed, name, op, prescale_factor, postscale_factor)
+    name = tensor_name("allreduce", name, ignore_name_scope, target.set_id)
+    reduced = _allreduce(target, compressed, name, op, prescale_factor, postscale_factor)
     return compression.decompress(reduced, context)
 
 
 def _allreduce_sparse(slices, op, prescale_factor, postscale_factor, name, process_set,
-                      ignore_name_scope):
+                      ignore_name_scope, set_size):
     if op not in (mpirep.Average, mpirep.Sum):
         raise NotImplementedError("allreduce of tf.IndexedSlices supports only Average and Sum")
     base = name or "allreduce_sparse"
     scale = prescale_factor * postscale_factor
     if op == mpirep.Average:
-        scale /= session.size()
+        scale /= set_size
     values = allgather(slices.values, name=f"{base}.values", process_set=process_set,
                        ignore_name_scope=ignore_name_scope)
     indices = allgather(slices.indices, name=f"{base}.indices", process_set=process_set,
@@ -107,7 +121,7 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
                       postscale_factor=1.0, process_set=global_process_set, name=None):
     """Allreduces every tensor of the list together, so they fuse into few ring passes."""
     op = _resolve_op(op, average)
-    bridge = _prepare(process_set)
+    target = _prepare(process_set)
     if not tensors:
         return []
     if any(isinstance(t, tf.IndexedSlices) for t in tensors):
@@ -115,24 +129,26 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
                           postscale_factor=postscale_factor, process_set=process_set)
                 for t in tensors]
     compressed, contexts = zip(*(compression.compress(tf.convert_to_tensor(t)) for t in tensors))
-    reduced = _grouped_allreduce(bridge, list(compressed), tensor_name("grouped_allreduce", name),
-                                 op, prescale_factor, postscale_factor)
+    base = tensor_name("grouped_allreduce", name, set_id=target.set_id)
+    reduced = _grouped_allreduce(target, list(compressed), base, op, prescale_factor,
+                                 postscale_factor)
     return [compression.decompress(r, c) for r, c in zip(reduced, contexts)]
 
 
-def _grouped_allreduce(bridge, tensors, base, op, prescale_factor, postscale_factor):
+def _grouped_allreduce(target, tensors, base, op, prescale_factor, postscale_factor):
     names = [f"{base}.{i}" for i in range(len(tensors))]
 
     @tf.custom_gradient
     def forward(*xs):
-        outputs = bridge.run_group("allreduce", list(xs), names, reduce_op=op,
+        outputs = target.run_group("allreduce", list(xs), names, reduce_op=op,
                                    prescale=prescale_factor, postscale=postscale_factor)
 
         def grad(*dys):
             if op not in (mpirep.Sum, mpirep.Average):
                 raise NotImplementedError("only Sum and Average allreduce have gradients")
-            return _grouped_allreduce(bridge, list(dys), tensor_name("grouped_allreduce.grad"),
-                                      op, prescale_factor, postscale_factor)
+            grad_base = tensor_name("grouped_allreduce.grad", set_id=target.set_id)
+            return _grouped_allreduce(target, list(dys), grad_base, op, prescale_factor,
+                                      postscale_factor)
 
         return outputs, grad
 
@@ -143,20 +159,20 @@ def _grouped_allreduce(bridge, tensors, base, op, prescale_factor, postscale_fac
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenates every rank's tensor along the first dimension, in rank order; the first
     dimension may differ between ranks."""
-    bridge = _prepare(process_set)
+    target = _prepare(process_set)
     tensor = tf.convert_to_tensor(tensor)
-    name = tensor_name("allgather", name, ignore_name_scope)
+    name = tensor_name("allgather", name, ignore_name_scope, target.set_id)
 
     @tf.custom_gradient
     def forward(x):
-        output, _ = bridge.run("allgather", x, name)
+        output, _ = target.run("allgather", x, name)
 
         def grad(dy):
             # Every rank's output feeds the loss, so this rank's rows receive the sum of their
             # gradients over all ranks.
             summed = allreduce(dy, op=mpirep.Sum, process_set=process_set)
             rows = allgather(tf.shape(x, out_type=tf.int64)[:1], process_set=process_set)
-            start = tf.reduce_sum(rows[:session.rank()])
+            start = tf.reduce_sum(rows[:target.rank])
             return tf.slice(summed, tf.concat([[start], tf.zeros([tf.rank(x) - 1], tf.int64)], 0),
                             tf.shape(x, out_type=tf.int64))
 
@@ -169,17 +185,17 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
     """Every rank gets ``root_rank``'s tensor."""
-    bridge = _prepare(process_set)
+    target = _prepare(process_set)
     tensor = tf.convert_to_tensor(tensor)
-    name = tensor_name("broadcast", name, ignore_name_scope)
+    name = tensor_name("broadcast", name, ignore_name_scope, target.set_id)
 
     @tf.custom_gradient
     def forward(x):
-        output, _ = bridge.run("broadcast", x, name, root_rank=root_rank)
+        output, _ = target.run("broadcast", x, name, root_rank=root_rank)
 
         def grad(dy):
             summed = allreduce(dy, op=mpirep.Sum, process_set=process_set)
-            return summed if session.rank() == root_rank else tf.zeros_like(summed)
+            return summed if target.rank == root_rank else tf.zeros_like(summed)
 
         return output, grad
 
@@ -195,16 +211,16 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
     op = _resolve_op(op, None)
     if op not in (mpirep.Sum, mpirep.Average):
         raise NotImplementedError("reducescatter supports only Sum and Average")
-    bridge = _prepare(process_set)
+    target = _prepare(process_set)
     tensor = tf.convert_to_tensor(tensor)
-    name = tensor_name("reducescatter", name, ignore_name_scope)
+    name = tensor_name("reducescatter", name, ignore_name_scope, target.set_id)
     compressed, context = compression.compress(tensor)
 
     @tf.custom_gradient
     def forward(x):
         if prescale_factor != 1.0:
             x = x * tf.cast(prescale_factor, x.dtype)
-        output, _ = bridge.run("reducescatter", x, name, reduce_op=op)
+        output, _ = target.run("reducescatter", x, name, reduce_op=op)
         if postscale_factor != 1.0:
             output = output * tf.cast(postscale_factor, output.dtype)
 
@@ -212,7 +228,7 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
             gathered = allgather(dy, process_set=process_set)
             scale = prescale_factor * postscale_factor
             if op == mpirep.Average:
-                scale /= session.size()
+                scale /= target.size
             return gathered * tf.cast(scale, gathered.dtype) if scale != 1.0 else gathered
 
         return output, grad
@@ -226,17 +242,17 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     """Sends ``splits[i]`` rows to rank i and concatenates what arrives, in rank order. Without
     splits the first dimension is divided evenly. Returns the tensor, or ``(tensor,
     received_splits)`` when splits are given."""
-    bridge = _prepare(process_set)
+    target = _prepare(process_set)
     tensor = tf.convert_to_tensor(tensor)
-    name = tensor_name("alltoall", name, ignore_name_scope)
+    name = tensor_name("alltoall", name, ignore_name_scope, target.set_id)
     if splits is None:
-        split_tensor = _even_splits(tensor)
+        split_tensor = _even_splits(tensor, target.size)
     else:
         split_tensor = tf.cast(tf.convert_to_tensor(splits), tf.int64)
 
     @tf.custom_gradient
     def forward(x):
-        output, received = bridge.run("alltoall", x, name, splits=split_tensor)
+        output, received = target.run("alltoall", x, name, splits=split_tensor)
 
         def grad(dy, _received_grad=None):
             # What came from rank i goes back to it: the reverse exchange, with the received
@@ -249,8 +265,7 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     return output if splits is None else (output, received)
 
 
-def _even_splits(tensor):
-    size = session.size()
+def _even_splits(tensor, size):
     rows = tensor.shape[0] if tensor.shape.rank else None
     if tensor.shape.rank == 0 or (rows is not None and rows % size):
         raise tf.errors.InvalidArgumentError(

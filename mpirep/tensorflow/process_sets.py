@@ -1,15 +1,14 @@
-"""Process sets: the ranks an operation runs over, with Horovod's interface.
+"""Process sets: the ranks an operation runs over, with Horovod's interface, backed by the
+core's process sets (each its own communicator).
 
-The core runs every collective over one communicator, so an op on a set runs only when the set
-holds every rank (``global_process_set`` or an equivalent). Ops on a smaller set raise
-NotImplementedError until the core has sub-communicators; the sets themselves can already be
-made, registered and queried.
+A set is made with ``add_process_set(ranks)``, which every rank calls with the same ranks (it
+is collective over all ranks), and is passed to any op as ``process_set=``. Inside a set ranks
+are numbered 0..size-1 in increasing order: a broadcast's ``root_rank`` counts that way.
 """
-
-import itertools
 
 import tensorflow as tf
 
+import mpirep
 from mpirep import session
 
 
@@ -36,6 +35,13 @@ class ProcessSet:
         ranks = self.ranks
         return ranks.index(session.rank()) if session.rank() in ranks else -1
 
+    def __eq__(self, other):
+        return (isinstance(other, ProcessSet) and self.process_set_id == other.process_set_id
+                and self.ranks == other.ranks)
+
+    def __hash__(self):
+        return hash(self.process_set_id)
+
     def __repr__(self):
         return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
 
@@ -43,13 +49,10 @@ class ProcessSet:
 global_process_set = ProcessSet()
 global_process_set.process_set_id = 0
 
-_registered = {0: global_process_set}
-_next_id = itertools.count(1)
-
 
 def add_process_set(process_set):
-    """Registers a set (a ProcessSet or a list of ranks) and returns it with its id. Every rank
-    must register the same sets in the same order."""
+    """Registers a set (a ProcessSet or a list of ranks) and returns it, with its id set.
+    Collective over all ranks: every rank registers the same sets in the same order."""
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
     if process_set.process_set_id is not None:
@@ -57,30 +60,35 @@ def add_process_set(process_set):
     bad = [r for r in process_set.ranks if not 0 <= r < session.size()]
     if bad:
         raise ValueError(f"process set ranks {bad} are outside 0..{session.size() - 1}")
-    process_set.process_set_id = next(_next_id)
-    _registered[process_set.process_set_id] = process_set
+    process_set.process_set_id = mpirep.add_process_set(process_set.ranks)
     return process_set
 
 
 def remove_process_set(process_set):
-    """Unregisters a set; returns whether it was registered. The global set stays."""
+    """Unregisters a set (collective over all ranks); returns whether it was registered. The
+    global set cannot be removed."""
     if process_set.process_set_id in (None, 0):
         return False
-    removed = _registered.pop(process_set.process_set_id, None) is not None
+    try:
+        mpirep.remove_process_set(process_set.process_set_id)
+    except mpirep.InvalidArgumentError:
+        return False
     process_set.process_set_id = None
-    return removed
+    return True
 
 
-def check(process_set):
-    """Raises unless an op on ``process_set`` can run on this rank."""
-    if process_set is global_process_set:
-        return
-    if process_set.process_set_id not in _registered:
+def resolve(process_set):
+    """The core's id for ``process_set`` and (rank in the set, size of the set), checked:
+    a set the core does not know raises ValueError; a rank outside the set raises
+    tf.errors.InvalidArgumentError, as in Horovod."""
+    if process_set is global_process_set or process_set is None:
+        return 0, session.rank(), session.size()
+    set_id = process_set.process_set_id
+    if set_id is None:
         raise ValueError(f"{process_set} is not registered: call add_process_set first")
-    if not process_set.included():
+    ranks = mpirep.process_set_ranks(set_id)  # raises InvalidArgumentError, a ValueError
+    if session.rank() not in ranks:
         raise tf.errors.InvalidArgumentError(
-            None, None, f"rank {session.rank()} is not in {process_set}, so it cannot take part in its ops")
-    if process_set.ranks != list(range(session.size())):
-        raise NotImplementedError(
-            "mpirep runs collectives over all ranks only: process sets smaller than the world "
-            "need sub-communicator support in the core")
+            None, None, f"rank {session.rank()} is not in process set {set_id} (ranks {ranks}), "
+            f"so it cannot take part in its ops")
+    return set_id, ranks.index(session.rank()), len(ranks)

@@ -45,6 +45,17 @@ def test_join_with_uneven_work(ranks, bridge):
     assert_passed(*mpirun(ranks, JOBS / "join_job.py", env={"MPIREP_TF_BRIDGE": bridge}), ranks)
 
 
+@pytest.mark.parametrize("bridge", ["native", "numpy"])
+def test_process_sets(bridge):
+    assert_passed(*mpirun(3, JOBS / "process_sets_job.py", env={"MPIREP_TF_BRIDGE": bridge}), 3)
+
+
+@pytest.mark.parametrize("ranks,keras", [(3, "keras3"), (2, "tf_keras")])
+def test_sync_batch_normalization(ranks, keras):
+    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
+    assert_passed(*mpirun(ranks, JOBS / "sync_bn_job.py", env=env), ranks)
+
+
 @pytest.mark.parametrize("keras", ["keras3", "tf_keras"])
 def test_training(keras):
     env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}

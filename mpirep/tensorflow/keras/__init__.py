@@ -71,6 +71,10 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
 
 
 def __getattr__(name):
+    if name == "SyncBatchNormalization":
+        from mpirep.tensorflow.sync_batch_norm import sync_batch_normalization_class
+
+        return sync_batch_normalization_class()
     if name in ("Average", "Sum", "Min", "Max", "Product"):
         import mpirep
 
