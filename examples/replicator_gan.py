@@ -116,7 +116,7 @@ def main():
     fake = repl.gather(generator(noise.normal([1024, NOISE]))).numpy()
     if repl.is_chief:
         def show(array):
-            return np.array2string(np.asarray(array), precision=2, separator=", ")
+            return np.round(np.asarray(array, np.float64), 2).tolist()
 
         print(f"final generated mean {show(fake.mean(0))} (real {show(REAL_MEAN)}), covariance "
               f"{show(np.cov(fake.T))} (real {show(REAL_SCALE.T @ REAL_SCALE)})")
