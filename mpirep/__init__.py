@@ -1,8 +1,9 @@
 """mpirep: MPI-backed, Horovod-style data-parallel training.
 
-``import mpirep`` loads nothing native; MPI starts with :func:`init`. The reduction ops
-(``mpirep.Sum``, ``Average``, ``Min``, ``Max``, ``Product``) are the core's own codes, looked up
-on first use.
+``import mpirep`` loads nothing native and no TensorFlow; MPI starts with :func:`init`. The
+reduction ops (``mpirep.Sum``, ``Average``, ``Min``, ``Max``, ``Product``) are the core's own
+codes, looked up on first use; ``mpirep.Replicator`` and ``mpirep.InputContext`` import
+TensorFlow on first use.
 """
 
 from mpirep.collectives import (
@@ -53,7 +54,14 @@ from mpirep.session import (
 _REDUCE_OP_NAMES = ("Average", "Sum", "Min", "Max", "Product")
 
 
+_REPLICATOR_NAMES = ("Replicator", "InputContext")
+
+
 def __getattr__(name):
+    if name in _REPLICATOR_NAMES:
+        from mpirep import replicator
+
+        return getattr(replicator, name)
     if name in _REDUCE_OP_NAMES:
         from mpirep.collectives import reduce_op
 

@@ -62,6 +62,10 @@ def __getattr__(name):
         from mpirep.tensorflow.sync_batch_norm import sync_batch_normalization_class
 
         return sync_batch_normalization_class()
+    if name in ("Replicator", "InputContext"):
+        from mpirep import replicator
+
+        return getattr(replicator, name)
     # The op codes come from the core, which loads on first use rather than at import.
     if name in _REDUCE_OP_NAMES:
         import mpirep
