@@ -93,7 +93,7 @@ def _dtype_code(dtype):
 
 
 def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=(),
-            process_set=0):
+            process_set=0, group_size=0):
     session._require_init()
     array = np.asarray(x)
     dtype_code = _dtype_code(array.dtype)
@@ -104,7 +104,7 @@ def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=
     handle_native = native.submit(  # positional: keyword parsing costs microseconds here
         native.COLLECTIVES[collective], name, dtype_code, array.reshape(-1).view(np.uint8),
         array.shape, native.REDUCE_OPS[op], int(root_rank), float(prescale), float(postscale),
-        splits, int(process_set),
+        splits, int(process_set), group_size,
     )
     return array.dtype, name, handle_native
 
@@ -155,10 +155,14 @@ def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, 
 def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
                             process_set=0):
     """Starts allreduces of every array in ``xs`` together (they fuse into as few ring passes as
-    the fusion threshold allows). Returns one handle for the list."""
+    the fusion threshold allows). Returns one handle for the list. Ranks that pass lists of
+    different lengths all get a MismatchError."""
     base = _auto_name("grouped_allreduce", name, process_set)
-    handles = [allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor, process_set)
-               for i, x in enumerate(xs)]
+    op_name = _op_name(op if op is not None else "Average")
+    handles = []
+    for i, x in enumerate(xs):
+        handles.append(_async("allreduce", x, f"{base}.{i}", op=op_name, prescale=prescale_factor,
+                              postscale=postscale_factor, process_set=process_set, group_size=len(xs)))
     group = Handle(_GroupNative(handles), lambda native: [synchronize(h) for h in native.handles], base)
     _track(group)
     return group

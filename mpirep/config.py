@@ -13,8 +13,11 @@ MiB = 1024 * 1024
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    #: Largest packed buffer one fused allreduce may use, in bytes.
-    fusion_threshold: int = 64 * MiB
+    #: Largest packed buffer one fused allreduce may use, in bytes. Small on purpose: packing,
+    #: reducing and unpacking a batch that stays in the CPU's caches is faster than one large
+    #: pass (the ResNet-50 gradient round at np=2 took 2-3x longer with 64 MiB batches than with
+    #: 1-2 MiB; docs/benchmarks.md).
+    fusion_threshold: int = 2 * MiB
     #: Least time between two negotiation rounds on the coordinator, in milliseconds. 0 starts
     #: a round as soon as a tensor is ready everywhere; a few ms trades latency for more fusion.
     cycle_time_ms: float = 0.0

@@ -2,6 +2,7 @@
 
 import atexit
 import sys
+import warnings
 
 from mpirep._native import core
 from mpirep.config import Config
@@ -22,6 +23,9 @@ def init(comm=None, **settings):
     global _config, _topology, _exit_hook_registered
     native = core()
     if native.is_initialized():
+        if settings and Config.load(**settings) != _config:
+            warnings.warn("mpirep is already initialised; the new settings are ignored "
+                          "(call mpirep.shutdown() first to change them)", stacklevel=2)
         return
     from mpi4py import MPI
 

@@ -34,6 +34,7 @@ int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done
   r.postscale = desc->postscale;
   if (desc->splits) r.splits.assign(desc->splits, desc->splits + desc->nsplits);
   r.process_set = desc->process_set;
+  r.group_size = desc->group_size;
   op.input = desc->input;
   op.allocate = [allocate, user](const Shape& shape) {
     return allocate(user, static_cast<int>(shape.size()), shape.data());

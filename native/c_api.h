@@ -30,6 +30,7 @@ typedef struct mpirep_op_desc {
   const int64_t* splits;
   const void* input; /* must stay valid and unchanged until `done` */
   int process_set;   /* 0: every rank; root_rank and splits then count the set's ranks */
+  int group_size;    /* tensors in its grouped allreduce, so ranks can check they agree; 0: none */
 } mpirep_op_desc;
 
 /* Called on the background thread when the output shape is known: memory for the whole output,

@@ -162,7 +162,8 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) {
   const bool reduces = c == Collective::ALLREDUCE || c == Collective::REDUCESCATTER;
   bool ok = check("collective operations", [](const Request& r) { return std::string(CollectiveName(r.collective)); }) &&
             check("data types", [](const Request& r) { return std::string(DataTypeName(r.dtype)); }) &&
-            check("shapes", ComparableShape);
+            check("shapes", ComparableShape) &&
+            check("group sizes", [](const Request& r) { return std::to_string(r.group_size); });
   if (ok && reduces) {
     ok = check("reduction ops", [](const Request& r) { return std::string(ReduceOpName(r.op)); }) &&
          check("prescale factors", [](const Request& r) { return FormatDouble(r.prescale); }) &&

@@ -78,6 +78,7 @@ std::string Encode(const RequestList& list) {
     w.Put(r.postscale);
     w.Put(r.splits);
     w.Put(r.process_set);
+    w.Put(r.group_size);
   }
   return w.Take();
 }
@@ -100,6 +101,7 @@ RequestList DecodeRequestList(const std::string& bytes) {
     r.postscale = rd.Get<double>();
     r.splits = rd.GetInts();
     r.process_set = rd.Get<int32_t>();
+    r.group_size = rd.Get<int32_t>();
   }
   return list;
 }

@@ -22,6 +22,7 @@ struct Request {
   double postscale = 1.0;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank; process set ranks or id
   int32_t process_set = 0;      // 0: all ranks; `root` and `splits` count ranks of the set
+  int32_t group_size = 0;       // tensors in its grouped_allreduce (0: not grouped)
 };
 
 struct RequestList {

@@ -113,7 +113,7 @@ class Handle {
 
 Handle Submit(int collective, const std::string& name, int dtype, py::buffer input,
               std::vector<int64_t> shape, int reduce_op, int root_rank, double prescale,
-              double postscale, std::vector<int64_t> splits, int process_set) {
+              double postscale, std::vector<int64_t> splits, int process_set, int group_size) {
   py::buffer_info info = input.request();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
@@ -131,6 +131,7 @@ Handle Submit(int collective, const std::string& name, int dtype, py::buffer inp
   desc.splits = splits.empty() ? nullptr : splits.data();
   desc.input = info.ptr;
   desc.process_set = process_set;
+  desc.group_size = group_size;
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
   const int status = mpirep_get_api()->enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
@@ -215,7 +216,7 @@ PYBIND11_MODULE(_core, m) {
       .def("received_splits", &Handle::ReceivedSplits);
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
         py::arg("shape"), py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
-        py::arg("postscale"), py::arg("splits"), py::arg("process_set"));
+        py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"));
   m.def("process_set_ranks", [](int id) {
     auto runtime = CurrentRuntime();
     return runtime ? runtime->ProcessSetRanks(id) : std::vector<int>{};

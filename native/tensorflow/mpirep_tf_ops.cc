@@ -6,7 +6,10 @@
 // table to mpirep_tf_set_api() after loading both. Codes for collectives, dtypes and statuses
 // come from native/common.h, the same vocabulary the core and its Python module use.
 #include <atomic>
+#include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,15 +67,81 @@ void* DataOf(const Tensor& tensor) {
   return const_cast<char*>(tensor.tensor_data().data());
 }
 
-// Everything one enqueued operation needs until the core calls done.
+// Outputs of at least kPoolMinBytes live in buffers that are recycled by size instead of being
+// returned to the system: a fresh multi-megabyte allocation is a fresh mmap whose pages fault in
+// one by one while the ring writes them, which cost more than the transfer at 64 MiB. A training
+// step reduces the same sizes every step, so their buffers come back warm.
+constexpr size_t kPoolMinBytes = 1 << 20;
+constexpr size_t kPoolMaxCachedBytes = size_t{1} << 30;
+constexpr size_t kAlignment = 64;  // what TensorFlow's CPU allocator guarantees
+
+class BufferPool {
+ public:
+  void* Take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto found = free_.find(bytes);
+      if (found != free_.end()) {
+        void* data = found->second;
+        free_.erase(found);
+        cached_ -= bytes;
+        return data;
+      }
+    }
+    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  }
+
+  void Give(void* data, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + bytes <= kPoolMaxCachedBytes) {
+        free_.emplace(bytes, data);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(data);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
+};
+
+// Never destroyed: tensors holding pooled buffers may outlive static destructors.
+BufferPool& Pool() {
+  static BufferPool* pool = new BufferPool;
+  return *pool;
+}
+
+class PooledBuffer : public tensorflow::TensorBuffer {
+ public:
+  PooledBuffer(void* data, size_t bytes) : TensorBuffer(data), bytes_(bytes) {}
+  size_t size() const override { return bytes_; }
+  TensorBuffer* root_buffer() override { return this; }
+  void FillAllocationDescription(tensorflow::AllocationDescription* proto) const override {
+    proto->set_requested_bytes(static_cast<int64_t>(bytes_));
+    proto->set_allocator_name("mpirep_output_pool");
+  }
+
+ private:
+  ~PooledBuffer() override { Pool().Give(data(), bytes_); }
+  size_t bytes_;
+};
+
+// Everything one enqueued operation needs until the core calls done. The input tensor itself
+// stays alive in the kernel's context until done() is called, so it is not copied here: an
+// extra reference would stop TensorFlow from forwarding its buffer to the output.
 struct InFlight {
   OpKernelContext* context;
   AsyncOpKernel::DoneCallback done;
-  Tensor input;  // keeps the input buffer alive while the core reads it
   std::string name;
   std::vector<int64_t> shape;
   std::vector<int64_t> splits;
   bool returns_splits;
+  bool may_forward;  // allreduce: the output may be the input's own buffer
+  tensorflow::DataType dtype;
 };
 
 void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
@@ -82,6 +151,23 @@ void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
     if (!shape.AddDimWithStatus(dims[i]).ok()) return nullptr;
   }
   Tensor* output = nullptr;
+  // An allreduce may reduce in place (the ring reads each input element before it writes
+  // that element), so when no one else holds the input, its buffer, already in cache and
+  // with its pages mapped, becomes the output instead of a new allocation.
+  if (op->may_forward && op->context->forward_input_to_output_with_shape(0, 0, shape, &output)) {
+    return DataOf(*output);
+  }
+  const size_t bytes =
+      static_cast<size_t>(shape.num_elements()) * tensorflow::DataTypeSize(op->dtype);
+  if (bytes >= kPoolMinBytes) {
+    void* data = Pool().Take(bytes);
+    if (data == nullptr) return nullptr;
+    auto* buffer = new PooledBuffer(data, bytes);
+    Tensor pooled(op->dtype, shape, buffer);
+    buffer->Unref();  // the tensor holds its own reference
+    op->context->set_output(0, std::move(pooled));
+    return data;
+  }
   if (!op->context->allocate_output(0, shape, &output).ok()) return nullptr;
   return DataOf(*output);
 }
@@ -124,12 +210,15 @@ class CollectiveOp : public AsyncOpKernel {
     auto op = std::make_unique<InFlight>();
     op->context = context;
     op->done = std::move(done);
-    op->input = context->input(0);
+    const Tensor& input = context->input(0);
     op->name = context->input(1).scalar<tensorflow::tstring>()();
-    for (int i = 0; i < op->input.dims(); ++i) op->shape.push_back(op->input.dim_size(i));
+    for (int i = 0; i < input.dims(); ++i) op->shape.push_back(input.dim_size(i));
     auto splits = context->input(2).flat<int64_t>();
     op->splits.assign(splits.data(), splits.data() + splits.size());
-    op->returns_splits = static_cast<mpirep::Collective>(collective_) == mpirep::Collective::ALLTOALL;
+    const auto collective = static_cast<mpirep::Collective>(collective_);
+    op->returns_splits = collective == mpirep::Collective::ALLTOALL;
+    op->may_forward = collective == mpirep::Collective::ALLREDUCE;
+    op->dtype = context->input_dtype(0);
 
     mpirep_op_desc desc{};
     desc.collective = collective_;
@@ -143,7 +232,7 @@ class CollectiveOp : public AsyncOpKernel {
     desc.postscale = postscale_;
     desc.nsplits = static_cast<int>(op->splits.size());
     desc.splits = op->splits.empty() ? nullptr : op->splits.data();
-    desc.input = DataOf(op->input);
+    desc.input = DataOf(input);
     desc.process_set = process_set_;
 
     char error[1024] = "";

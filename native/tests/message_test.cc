@@ -21,13 +21,15 @@ void RunMessageTests() {
   r.prescale = 0.25;
   r.postscale = 3.5;
   r.splits = {1, 0, 3};
+  r.process_set = 4;
+  r.group_size = 7;
   requests.requests = {r, Request{}};
   RequestList back = DecodeRequestList(Encode(requests));
   CHECK(back.shutdown && back.shutdown_reason == "KeyError: 'x'" && back.requests.size() == 2);
   const Request& b = back.requests[0];
   CHECK(b.rank == 3 && b.collective == Collective::ALLTOALL && b.name == r.name && b.dtype == r.dtype &&
         b.shape == r.shape && b.op == r.op && b.root == 2 && b.prescale == 0.25 && b.postscale == 3.5 &&
-        b.splits == r.splits);
+        b.splits == r.splits && b.process_set == 4 && b.group_size == 7);
 
   ResponseList responses;
   Response e;
