@@ -28,10 +28,27 @@ def load():
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
         splits=None, process_set=0):
     """One collective; returns (output, received_splits)."""
-    splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
+    if tf.executing_eagerly():
+        # TensorFlow's fast path for eager ops takes only EagerTensors as inputs; anything
+        # else sends the call through a slower fallback.
+        name = tf.constant(name)
+        splits = _no_splits() if splits is None else tf.cast(splits, tf.int64)
+    else:
+        splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
     return _ops.mpirep_collective(
         tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
         root_rank=root_rank, prescale=prescale, postscale=postscale, process_set=process_set)
+
+
+_empty_splits = None
+
+
+def _no_splits():
+    global _empty_splits
+    if _empty_splits is None:
+        with tf.init_scope():
+            _empty_splits = tf.zeros([0], tf.int64)
+    return _empty_splits
 
 
 def run_group(collective, tensors, names, **kwargs):

@@ -16,6 +16,12 @@ from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import global_process_set, resolve
 
 
+try:  # whether any GradientTape is recording; private, so absent means "assume one is"
+    from tensorflow.python.eager.record import could_possibly_record as _tape_may_record
+except ImportError:  # pragma: no cover
+    def _tape_may_record():
+        return True
+
 # Autograph would otherwise try to rewrite this library's Python when a user's tf.function calls it.
 _not_autograph = tf.autograph.experimental.do_not_convert
 
@@ -37,6 +43,17 @@ def _resolve_op(op, average):
     if op is None:
         op = mpirep.Average if average in (None, True) else mpirep.Sum
     return op
+
+
+def _differentiable(forward):
+    """tf.custom_gradient(forward), except eagerly with no tape recording, where the gradient
+    is never needed and custom_gradient's bookkeeping would cost more than the op."""
+    def call(*xs):
+        if tf.executing_eagerly() and not _tape_may_record():
+            return forward(*xs)[0]
+        return tf.custom_gradient(forward)(*xs)
+
+    return call
 
 
 class _Target:
@@ -63,7 +80,7 @@ def _prepare(process_set):
 
 
 def _allreduce(target, tensor, name, op, prescale_factor, postscale_factor):
-    @tf.custom_gradient
+    @_differentiable
     def forward(x):
         output, _ = target.run("allreduce", x, name, reduce_op=op, prescale=prescale_factor,
                                postscale=postscale_factor)
@@ -138,7 +155,7 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
 def _grouped_allreduce(target, tensors, base, op, prescale_factor, postscale_factor):
     names = [f"{base}.{i}" for i in range(len(tensors))]
 
-    @tf.custom_gradient
+    @_differentiable
     def forward(*xs):
         outputs = target.run_group("allreduce", list(xs), names, reduce_op=op,
                                    prescale=prescale_factor, postscale=postscale_factor)
@@ -163,7 +180,7 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     tensor = tf.convert_to_tensor(tensor)
     name = tensor_name("allgather", name, ignore_name_scope, target.set_id)
 
-    @tf.custom_gradient
+    @_differentiable
     def forward(x):
         output, _ = target.run("allgather", x, name)
 
@@ -189,7 +206,7 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
     tensor = tf.convert_to_tensor(tensor)
     name = tensor_name("broadcast", name, ignore_name_scope, target.set_id)
 
-    @tf.custom_gradient
+    @_differentiable
     def forward(x):
         output, _ = target.run("broadcast", x, name, root_rank=root_rank)
 
@@ -216,7 +233,7 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
     name = tensor_name("reducescatter", name, ignore_name_scope, target.set_id)
     compressed, context = compression.compress(tensor)
 
-    @tf.custom_gradient
+    @_differentiable
     def forward(x):
         if prescale_factor != 1.0:
             x = x * tf.cast(prescale_factor, x.dtype)
@@ -250,7 +267,7 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     else:
         split_tensor = tf.cast(tf.convert_to_tensor(splits), tf.int64)
 
-    @tf.custom_gradient
+    @_differentiable
     def forward(x):
         output, received = target.run("alltoall", x, name, splits=split_tensor)
 

@@ -1,0 +1,108 @@
+"""Keras Model.fit throughput of the small ResNet-style CNN of tf_keras_cnn.py, with every
+comparison measured in one job, in alternating blocks, so that load from other jobs on a shared
+host hits all methods alike.
+
+    mpirun -np 1 python benchmarks/tf_training_overhead.py    # overhead against plain TF
+    mpirun -np 2 python benchmarks/tf_training_overhead.py    # scaling, and cycle times
+
+Methods: "alone": rank 0 trains with a plain Keras optimizer (no mpirep in the step) while any
+other ranks wait without using a core; "mpirep, cycle C ms": every rank trains with
+DistributedOptimizer, mpirep started with cycle_time_ms=C (restarted between blocks). Each
+process uses one intra-op thread. Reported: images/sec per rank (median over blocks), the np=1
+overhead (alone vs mpirep), and scaling efficiency = total rate / (ranks * rate alone).
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import tensorflow as tf
+from mpi4py import MPI
+
+import mpirep
+import mpirep.tensorflow.keras as hvd
+from tf_keras_cnn import small_resnet
+
+
+def dataset(batch, rank):
+    rng = np.random.default_rng(rank)
+    images = rng.random((batch * 8, 32, 32, 3), dtype=np.float32)
+    labels = rng.integers(0, 10, batch * 8)
+    return tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(batch)
+
+
+def compiled(optimizer):
+    tf.keras.utils.set_random_seed(1)
+    model = small_resnet()
+    model.compile(optimizer=optimizer,
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def idle_wait(comm):
+    """Waits for the others at a barrier, sleeping instead of spinning on a core."""
+    request = comm.Ibarrier()
+    while not request.Test():
+        time.sleep(0.002)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=20, help="steps per timed block")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--cycle-times", default="0,2", help="ms, comma-separated")
+    args = parser.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    comm = MPI.COMM_WORLD.Dup()
+    rank, size = comm.Get_rank(), comm.Get_size()
+    cycles = [float(c) for c in args.cycle_times.split(",")]
+
+    mpirep.init()
+    data = dataset(args.batch_size, rank)
+    plain = compiled(tf.keras.optimizers.SGD(0.01)) if rank == 0 else None
+    distributed = compiled(hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)))
+
+    def fit(model, steps):
+        model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+
+    def run_alone(steps):
+        if rank == 0:
+            fit(plain, steps)
+        comm.Barrier() if size == 1 else idle_wait(comm)
+
+    def restart(cycle):
+        if cycle is not None:
+            mpirep.shutdown()
+            mpirep.init(cycle_time_ms=cycle)
+
+    methods = {"alone": (None, run_alone)}
+    for cycle in cycles:
+        methods[f"mpirep, cycle {cycle:g} ms"] = (cycle, lambda steps: fit(distributed, steps))
+    for cycle, run in methods.values():  # trace and warm up
+        restart(cycle)
+        run(3)
+    seconds = {name: [] for name in methods}
+    for _ in range(args.rounds):
+        for name, (cycle, run) in methods.items():
+            restart(cycle)
+            comm.Barrier()
+            start = time.perf_counter()
+            run(args.steps)
+            seconds[name].append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX))
+    if rank == 0:
+        images = args.batch_size * args.steps
+        rates = {name: images / statistics.median(s) for name, s in seconds.items()}
+        alone = rates["alone"]
+        print(f"Keras Model.fit, small CNN, batch {args.batch_size} per rank, {size} rank(s), "
+              f"1 intra-op thread each; median of {args.rounds} blocks of {args.steps} steps")
+        # Per-rank rate over the rate alone: at 1 rank, 1 / (1 + overhead); at N ranks, the
+        # scaling efficiency, total rate / (N * rate alone).
+        print(f"{'method':24}{'img/s per rank':>16}{'ratio to alone':>16}")
+        for name, rate in rates.items():
+            print(f"{name:24}{rate:16.1f}{rate / alone:16.3f}")
+
+
+if __name__ == "__main__":
+    main()
