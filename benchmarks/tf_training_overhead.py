@@ -6,7 +6,8 @@ host hits all methods alike.
     mpirun -np 2 python benchmarks/tf_training_overhead.py    # scaling, and cycle times
 
 Methods: "alone": rank 0 trains with a plain Keras optimizer (no mpirep in the step) while any
-other ranks wait without using a core; "mpirep, cycle C ms": every rank trains with
+other ranks wait without using a core; "all ranks, no mpirep": every rank trains so, without
+communicating (what the host's cores allow N ranks); "mpirep, cycle C ms": every rank trains with
 DistributedOptimizer, mpirep started with cycle_time_ms=C (restarted between blocks). Each
 process uses one intra-op thread. Reported: images/sec per rank (median over blocks), the np=1
 overhead (alone vs mpirep), and scaling efficiency = total rate / (ranks * rate alone).
@@ -61,7 +62,7 @@ def main():
 
     mpirep.init()
     data = dataset(args.batch_size, rank)
-    plain = compiled(tf.keras.optimizers.SGD(0.01)) if rank == 0 else None
+    plain = compiled(tf.keras.optimizers.SGD(0.01))
     distributed = compiled(hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)))
 
     def fit(model, steps):
@@ -78,6 +79,8 @@ def main():
             mpirep.init(cycle_time_ms=cycle)
 
     methods = {"alone": (None, run_alone)}
+    if size > 1:  # what the host gives N ranks that do not communicate: the ceiling
+        methods["all ranks, no mpirep"] = (None, lambda steps: fit(plain, steps))
     for cycle in cycles:
         methods[f"mpirep, cycle {cycle:g} ms"] = (cycle, lambda steps: fit(distributed, steps))
     for cycle, run in methods.values():  # trace and warm up
