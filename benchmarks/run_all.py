@@ -144,7 +144,17 @@ def write_doc(results, fusion, nps, load):
             "mpirep's background thread has nothing to do: a ratio near 1 means that thread "
             "does not steal the core it shares with the program.", "",
             *idle_table([results["small_tensors", n] for n in nps]), ""]
-    (DOCS / "benchmarks.md").write_text("\n".join(doc))
+    (DOCS / "benchmarks.md").write_text("\n".join(doc) + _kept_sections())
+
+
+# Sections measured by other benchmarks and written by hand; regenerating keeps them.
+KEPT_FROM = "## TensorFlow"
+
+
+def _kept_sections():
+    path = DOCS / "benchmarks.md"
+    old = path.read_text() if path.exists() else ""
+    return "\n" + old[old.index(KEPT_FROM):] if KEPT_FROM in old else ""
 
 
 def main():

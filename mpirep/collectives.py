@@ -254,9 +254,12 @@ def join():
     this rank takes part in the other ranks' collectives with zeros (allreduce, reducescatter)
     or no rows (allgather); Average still divides by the number of all ranks. Alltoall, and a
     broadcast from a rank that has joined, fail while a rank has joined. Returns the rank that
-    joined last."""
+    joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
+    issued different numbers of them before joining line up again."""
     _, name, native = _submit("join", np.zeros(0, np.uint8), None)
-    return synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+    last = synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+    _counters.clear()
+    return last
 
 
 def add_process_set(ranks):

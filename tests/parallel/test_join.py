@@ -43,3 +43,12 @@ def test_alltoall_fails_while_a_rank_has_joined():
     with pytest.raises(mpirep.UnsupportedError, match="rank 0 have joined"):
         mpirep.alltoall(np.arange(n), name="join.alltoall")
     mpirep.join()
+
+
+def test_unnamed_operations_line_up_after_join():
+    n, rank = mpirep.size(), mpirep.rank()
+    for _ in range(rank):  # rank r issues r unnamed allreduces, the joined ranks standing in
+        mpirep.allreduce(np.ones(1), op=mpirep.Sum)
+    mpirep.join()
+    total = mpirep.allreduce(np.full(3, rank + 1, np.int64), op=mpirep.Sum)  # unnamed again
+    np.testing.assert_array_equal(total, np.full(3, n * (n + 1) // 2))
