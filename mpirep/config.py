@@ -13,10 +13,11 @@ MiB = 1024 * 1024
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    #: Largest packed buffer one fused allreduce may use, in bytes. Small on purpose: packing,
-    #: reducing and unpacking a batch that stays in the CPU's caches is faster than one large
-    #: pass (the ResNet-50 gradient round at np=2 took 2-3x longer with 64 MiB batches than with
-    #: 1-2 MiB; docs/benchmarks.md).
+    #: Largest packed buffer one fused allreduce may use, in bytes. Fusion is for small tensors
+    #: (large ones run alone, see native/fusion.h), and a batch that stays in the CPU's caches
+    #: packs, reduces and unpacks faster than a large one: in one ResNet-50 gradient round at
+    #: np=2, 64 MiB batches took 92 ms against 34-49 ms with 1-4 MiB (other runs on this noisy
+    #: host showed no difference; docs/benchmarks.md).
     fusion_threshold: int = 2 * MiB
     #: Least time between two negotiation rounds on the coordinator, in milliseconds. 0 starts
     #: a round as soon as a tensor is ready everywhere; a few ms trades latency for more fusion.
