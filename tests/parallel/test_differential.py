@@ -91,7 +91,7 @@ def reduce_reference(spec, inputs, n):
 def submit_and_expect(spec, seq, index, rank, n):
     """(handle factory, expected result) for this rank."""
     name = f"diff.{seq}.{index}"
-    kind, dtype = spec["kind"], spec["dtype"]
+    kind = spec["kind"]
     if kind == "allreduce":
         inputs = [rank_input(spec, seq, index, r, spec["shape"]) for r in range(n)]
         expected = reduce_reference(spec, inputs, n)

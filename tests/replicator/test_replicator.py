@@ -1,7 +1,6 @@
 """The Replicator end to end: each test starts one mpirun job that runs many checks."""
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,21 +9,14 @@ import pytest
 pytest.importorskip("tensorflow")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tf"))
-from mpijobs import REPO, environment, mpirun  # noqa: E402
+from mpijobs import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
 
 JOBS = Path(__file__).resolve().parent / "jobs"
 
 
-def assert_passed(status, output, ranks):
-    summary = re.search(rf"(\d+) checks on {ranks} ranks, (\d+) failures", output)
-    assert status == 0 and summary and summary.group(2) == "0", output[-6000:]
-
-
 @pytest.fixture(scope="session", autouse=True)
 def op_library():
-    """Builds the op library once, before jobs whose ranks would otherwise wait on it."""
-    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
-                    "b.library_path()"], cwd=REPO, env=environment(), check=True, timeout=300)
+    build_op_library()
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])

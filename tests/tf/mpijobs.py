@@ -1,6 +1,7 @@
 """Runs a job script under mpirun with a hard time bound (timeout -k, then a process-group kill)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,3 +38,15 @@ def mpirun(ranks, script, *args, timeout_s=240, env=None):
         output, _ = process.communicate()
         return -9, output
     return process.returncode, output
+
+
+def assert_passed(status, output, ranks):
+    """A job passed: exit 0 and its closing line reports no failed checks."""
+    summary = re.search(rf"(\d+) checks on {ranks} ranks, (\d+) failures", output)
+    assert status == 0 and summary and summary.group(2) == "0", output[-6000:]
+
+
+def build_op_library():
+    """Builds the TF op library once, before jobs whose ranks would otherwise wait on it."""
+    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
+                    "b.library_path()"], cwd=REPO, env=environment(), check=True, timeout=300)

@@ -1,27 +1,17 @@
 """mpirep.tensorflow end to end: each test starts one mpirun job that runs many checks."""
 
 import re
-import sys
 
 import pytest
 
 pytest.importorskip("tensorflow")
 
-from mpijobs import JOBS, REPO, environment, mpirun  # noqa: E402
-
-
-def assert_passed(status, output, ranks):
-    summary = re.search(rf"(\d+) checks on {ranks} ranks, (\d+) failures", output)
-    assert status == 0 and summary and summary.group(2) == "0", output[-6000:]
+from mpijobs import JOBS, REPO, assert_passed, build_op_library, mpirun  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
 def op_library():
-    """Builds the op library once, before jobs whose ranks would otherwise wait on it."""
-    import subprocess
-
-    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
-                    "b.library_path()"], cwd=REPO, env=environment(), check=True, timeout=300)
+    build_op_library()
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
