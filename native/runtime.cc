@@ -42,20 +42,20 @@ constexpr int64_t kCoordinatorIdleMicros = 2000;
 // for the common case of ranks in step, then sleep.
 Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
 
-std::string ReceiveMessage(MPI_Comm comm, int source, int tag) {
-  MPI_Status status;
-  MPI_Probe(source, tag, comm, &status);
+// Whether a message with `tag` from `source` (or any) has arrived; `status` describes it.
+bool MessageWaiting(MPI_Comm comm, int source, int tag, MPI_Status* status) {
+  int flag = 0;
+  MPI_Iprobe(source, tag, comm, &flag, status);
+  return flag != 0;
+}
+
+// Receives the message MessageWaiting found: the first with its tag from its sender.
+std::string ReceiveMessage(MPI_Comm comm, const MPI_Status& status, int tag) {
   int bytes = 0;
   MPI_Get_count(&status, MPI_BYTE, &bytes);
   std::string message(static_cast<size_t>(bytes), '\0');
   MPI_Recv(message.data(), bytes, MPI_BYTE, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
   return message;
-}
-
-bool MessageWaiting(MPI_Comm comm, int source, int tag) {
-  int flag = 0;
-  MPI_Iprobe(source, tag, comm, &flag, MPI_STATUS_IGNORE);
-  return flag != 0;
 }
 
 }  // namespace
@@ -268,10 +268,9 @@ bool Runtime::SubmitQueued() {
 
 bool Runtime::ReceiveRequests() {
   bool any = false;
-  while (MessageWaiting(control_, MPI_ANY_SOURCE, kRequestTag)) {
-    MPI_Status status;
-    MPI_Probe(MPI_ANY_SOURCE, kRequestTag, control_, &status);
-    RequestList list = DecodeRequestList(ReceiveMessage(control_, status.MPI_SOURCE, kRequestTag));
+  MPI_Status status;
+  while (MessageWaiting(control_, MPI_ANY_SOURCE, kRequestTag, &status)) {
+    RequestList list = DecodeRequestList(ReceiveMessage(control_, status, kRequestTag));
     const auto now = Coordinator::Clock::now();
     for (const Request& r : list.requests) coordinator_->Submit(r, now);
     if (list.shutdown) coordinator_->RankShutDown(status.MPI_SOURCE, list.shutdown_reason);
@@ -311,8 +310,9 @@ bool Runtime::RespondIfReady() {
 
 bool Runtime::ReceiveResponses() {
   bool any = false;
-  while (!finished_ && MessageWaiting(control_, kCoordinator, kResponseTag)) {
-    ResponseList list = DecodeResponseList(ReceiveMessage(control_, kCoordinator, kResponseTag));
+  MPI_Status status;
+  while (!finished_ && MessageWaiting(control_, kCoordinator, kResponseTag, &status)) {
+    ResponseList list = DecodeResponseList(ReceiveMessage(control_, status, kResponseTag));
     for (const Response& response : list.responses) Execute(response);
     any = true;
   }
