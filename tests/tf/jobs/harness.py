@@ -45,3 +45,12 @@ def same_on_every_rank(hvd, value):
     for other in hvd.allgather_object(mine):
         assert other.dtype == mine.dtype and other.tobytes() == mine.tobytes(), \
             f"differs between ranks: {mine} vs {other}"
+
+
+def expect_error(error_class, fn):
+    """Fails unless fn() raises error_class."""
+    try:
+        fn()
+    except error_class:
+        return
+    raise AssertionError(f"no {error_class.__name__}")

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep.tensorflow as hvd
-from harness import check, run, same_on_every_rank
+from harness import check, expect_error, run, same_on_every_rank
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
@@ -18,14 +18,6 @@ assert N >= 2, "join_job needs at least 2 ranks"
 
 def value(shape=(3, 2)):
     return ((R + 1) * (np.arange(np.prod(shape)) % 5 + 1) - R).reshape(shape).astype(np.float32)
-
-
-def expect_error(error_class, fn):
-    try:
-        fn()
-    except error_class:
-        return
-    raise AssertionError(f"no {error_class.__name__}")
 
 
 @check

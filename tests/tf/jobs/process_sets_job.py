@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep.tensorflow as hvd
-from harness import check, run
+from harness import check, expect_error, run
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
@@ -24,14 +24,6 @@ def value(r, shape=(3, 2)):
     return ((r + 1) * (np.arange(np.prod(shape)) % 7 + 1) - r).reshape(shape).astype(np.float32)
 
 
-def expect(error_class, fn):
-    try:
-        fn()
-    except error_class:
-        return
-    raise AssertionError(f"no {error_class.__name__}")
-
-
 @check
 def set_membership():
     assert PAIR.ranks == [0, 1] and TAIL.ranks == list(range(1, N))
@@ -43,7 +35,7 @@ def set_membership():
 @check
 def allreduce_and_gradient_on_a_pair():
     if R >= 2:
-        expect(tf.errors.InvalidArgumentError,
+        expect_error(tf.errors.InvalidArgumentError,
                lambda: hvd.allreduce(tf.ones(2), process_set=PAIR))
         return
     for mode in MODES:
@@ -67,7 +59,7 @@ def allreduce_and_gradient_on_a_pair():
 @check
 def gather_broadcast_scatter_alltoall_on_the_tail():
     if R == 0:
-        expect(tf.errors.InvalidArgumentError, lambda: hvd.allgather(tf.ones(1), process_set=TAIL))
+        expect_error(tf.errors.InvalidArgumentError, lambda: hvd.allgather(tf.ones(1), process_set=TAIL))
         return
     members, me = list(range(1, N)), R - 1
     for mode in MODES:
@@ -115,16 +107,16 @@ def global_ops_stay_in_step_after_set_ops():
 
 @check
 def unknown_and_removed_sets_raise_value_error():
-    expect(ValueError, lambda: hvd.allreduce(tf.ones(1), process_set=hvd.ProcessSet([0, 2])))
+    expect_error(ValueError, lambda: hvd.allreduce(tf.ones(1), process_set=hvd.ProcessSet([0, 2])))
     fake = hvd.ProcessSet([0, 1])
     fake.process_set_id = 999
-    expect(ValueError, lambda: hvd.allreduce(tf.ones(1), process_set=fake))
+    expect_error(ValueError, lambda: hvd.allreduce(tf.ones(1), process_set=fake))
     temporary = hvd.add_process_set([0, N - 1])
     if temporary.included():
         got = hvd.allreduce(tf.constant([R + 1.0]), op=hvd.Sum, process_set=temporary)
         np.testing.assert_allclose(got.numpy(), [1.0 + N])
     assert hvd.remove_process_set(temporary)
-    expect(ValueError, lambda: hvd.allreduce(tf.ones(1), process_set=temporary))
+    expect_error(ValueError, lambda: hvd.allreduce(tf.ones(1), process_set=temporary))
 
 
 run(hvd)
