@@ -11,17 +11,22 @@ def check_comm():
     return MPI.COMM_WORLD.Dup()
 
 
-def digest(arrays):
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
+def add_to_digest(h, array):
+    array = np.ascontiguousarray(array)
+    h.update(f"{array.dtype.str}{array.shape}".encode())
+    h.update(array.tobytes())
+
+
+def assert_same_digest_across_ranks(h):
+    """h: a hashlib object fed, in the same order on every rank, what every rank must hold."""
+    digests = check_comm().allgather(h.hexdigest())
+    differing = [r for r, d in enumerate(digests) if d != digests[0]]
+    assert not differing, f"results on rank(s) {differing} differ from rank 0"
 
 
 def assert_identical_across_ranks(arrays):
     """Results every rank must hold bit for bit; compared by hash."""
-    digests = check_comm().allgather(digest(arrays))
-    differing = [r for r, d in enumerate(digests) if d != digests[0]]
-    assert not differing, f"results on rank(s) {differing} differ from rank 0"
+    h = hashlib.sha256()
+    for array in arrays:
+        add_to_digest(h, array)
+    assert_same_digest_across_ranks(h)
