@@ -245,7 +245,10 @@ void Coordinator::Fail(const std::string& name, StatusCode code, const std::stri
 
 void Coordinator::RankShutDown(int rank, const std::string& reason) {
   shut_down_[rank] = true;
-  departures_[rank] = reason.empty() ? "rank " + std::to_string(rank) + " shut down"
+  // Python passes no reason on an explicit shutdown() or at exit (sys.exit, end of script),
+  // where the exit status is known only to the launcher.
+  departures_[rank] = reason.empty() ? "rank " + std::to_string(rank) +
+                                           " shut down (it called shutdown() or its process exited)"
                                      : "rank " + std::to_string(rank) + " failed: " + reason;
   std::vector<std::string> doomed;
   for (const auto& [name, p] : pending_) {

@@ -99,7 +99,7 @@ void RunCoordinatorTests() {
     c.RankShutDown(1, "");
     std::vector<Response> ready = c.TakeReady();
     CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::SHUT_DOWN);
-    CHECK(ready[0].error == "tensor 'p' cannot run: rank 1 shut down", << ready[0].error);
+    CHECK(ready[0].error == "tensor 'p' cannot run: rank 1 shut down (it called shutdown() or its process exited)", << ready[0].error);
     c.Submit(Make(0, "q", {1}), t0);
     CHECK(c.TakeReady()[0].error_code == StatusCode::SHUT_DOWN);
     CHECK(!c.AllShutDown());

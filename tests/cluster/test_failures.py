@@ -1,0 +1,81 @@
+"""A rank that raises, exits or is SIGKILLed while the others wait for it in a collective
+ends the whole job, non-zero, within 10 s of its failure, under mpirun, mpirep-run and srun.
+Survivors name the failed rank and quote its exception; where it could say nothing (SIGKILL)
+the launcher ends the job and names it."""
+import os
+import re
+import time
+
+import pytest
+
+from cluster_jobs import HERE, ON_NET, PY, launcher_cmd, finish, start
+
+BOUND_S = 10
+JOB = [PY, str(HERE / "one_rank_fails.py")]
+MODES = ["raise", "exit", "exit0", "kill", "kill_in_data"]
+
+
+def slurm1_env():
+    return {"SLURM_CONF": os.environ["MPIREP_SLURM_CONF"]}
+
+
+def slurm2_env():
+    return {"SLURM_CONF": os.environ["MPIREP_SLURM2_CONF"], **ON_NET}
+
+
+LAUNCHERS = {
+    "mpirun": (lambda n: ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(n)], dict),
+    "mpirep-run": (lambda n: launcher_cmd() + ["-np", str(n)], dict),
+    "srun": (lambda n: ["srun", "--mpi=pmix", "-n", str(n)], slurm1_env),
+    "mpirep-run-in-salloc": (lambda n: ["salloc", "-n", str(n)] + launcher_cmd(), slurm1_env),
+    "mpirep-run-on-2-nodes": (lambda n: ["salloc", "-N", "2", f"--ntasks-per-node={n // 2}"]
+                              + launcher_cmd(), slurm2_env),
+}
+MARKS = {"srun": [pytest.mark.slurm1], "mpirep-run-in-salloc": [pytest.mark.slurm1],
+         "mpirep-run-on-2-nodes": [pytest.mark.slurm2]}
+
+
+def case(launcher, mode, np_, failing_rank):
+    return pytest.param(launcher, mode, np_, failing_rank, marks=MARKS.get(launcher, []),
+                        id=f"{launcher}-{mode}-np{np_}-rank{failing_rank}")
+
+
+CASES = ([case(launcher, mode, 3, 1) for launcher in ("mpirun", "mpirep-run", "srun",
+                                                      "mpirep-run-in-salloc") for mode in MODES]
+         # rank 0 negotiates for everyone; rank 3 of 4 runs on the second emulated host
+         + [case(launcher, mode, 3, 0) for launcher in ("mpirun", "srun")
+            for mode in ("raise", "kill_in_data")]
+         + [case("mpirep-run-on-2-nodes", mode, 4, 3) for mode in ("raise", "exit", "kill_in_data")])
+
+
+def survivor_message(mode, rank):
+    if mode == "raise":
+        return f"rank {rank} failed: RuntimeError: rank {rank} raised in the middle of training"
+    return f"rank {rank} shut down (it called shutdown() or its process exited)"
+
+
+def launcher_names_killed(rank):
+    """Open MPI's and Slurm's words for a rank that died by SIGKILL."""
+    return re.compile(rf"process rank {rank} with PID \d+ on node \S+ exited on signal 9"
+                      rf"|task {rank}: Killed")
+
+
+@pytest.mark.parametrize("launcher, mode, np_, failing_rank", CASES)
+def test_job_ends_soon_and_names_the_failed_rank(launcher, mode, np_, failing_rank):
+    command, env = LAUNCHERS[launcher]
+    proc = start(command(np_) + JOB + [mode, str(failing_rank)], env())
+    done = finish(proc, 120)
+    ended = time.time()
+    output = done.stdout + done.stderr
+    failed_at = re.search(r"^FAILING (\d+\.\d+)$", done.stdout, re.M)
+    assert failed_at, f"rank {failing_rank} never reached its failure:\n{output}"
+    took = ended - float(failed_at.group(1))
+    print(f"ended {took:.1f} s after the failure")
+    assert took < BOUND_S, f"the job ended {took:.1f} s after rank {failing_rank} failed:\n{output}"
+    assert done.returncode != 0, output
+    if mode.startswith("kill"):
+        assert launcher_names_killed(failing_rank).search(output), output
+    else:
+        survivors = output.count(survivor_message(mode, failing_rank))
+        assert survivors == np_ - 1, f"{survivors} of {np_ - 1} surviving ranks named rank " \
+                                     f"{failing_rank}:\n{output}"
