@@ -58,3 +58,7 @@ def test_example_at_two_ranks(script):
     status, output = mpirun(2, REPO / "examples" / script, "--epochs", "2", timeout_s=200)
     assert status == 0, output[-6000:]
     assert len(re.findall(r"^final loss", output, re.M)) == 1, output[-3000:]  # rank 0 only
+
+
+def test_weights_bit_identical_after_1000_steps_at_three_ranks():
+    assert_passed(*mpirun(3, JOBS / "determinism_job.py", timeout_s=400), 3)
