@@ -2,6 +2,7 @@
 rank; several Python threads submitting at once; and every async form returning what its
 blocking form returns."""
 import concurrent.futures
+import gc
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import pytest
 import mpirep
 from expect import (ALL_DTYPES, BOOL, BOOL_OPS, OPS, assert_reduced, dtype_id, pattern,
                     reduce_expected, reduce_input)
-from ranks import assert_identical_across_ranks
+from ranks import assert_identical_across_ranks, check_comm
 
 IN_FLIGHT = 1200
 
@@ -134,3 +135,33 @@ def test_several_python_threads_submit_at_once():
     for t, got in enumerate(results):
         for i, result in enumerate(got):
             assert_reduced(result, "Sum", n, (t * 10 + i,), dtype, what=f"thread{t}.{i}")
+
+
+def test_inputs_dropped_or_resized_while_in_flight_stay_intact():
+    """The core reads inputs in place while the last rank has not submitted yet: an input the
+    caller never keeps a reference to, one whose handle is dropped too, and one someone tries
+    to resize must all stay intact (the freed memory is churned meanwhile)."""
+    n, rank = mpirep.size(), mpirep.rank()
+    dtype, shape = np.dtype(np.float64), (1 << 16,)  # 512 KiB: freed pages would be reused
+
+    def submit():
+        unreferenced = mpirep.allreduce_async(reduce_input("Sum", rank, n, shape, dtype),
+                                              op=mpirep.Sum, name="in_flight.unreferenced")
+        mpirep.allreduce_async(reduce_input("Sum", rank, n, shape, dtype), op=mpirep.Sum,
+                               name="in_flight.orphan")  # nobody ever synchronizes this one
+        resized = reduce_input("Sum", rank, n, shape, dtype) * 2
+        kept = mpirep.allreduce_async(resized, op=mpirep.Sum, name="in_flight.resized")
+        with pytest.raises(ValueError, match="resize"):
+            resized.resize((2 * shape[0],))
+        gc.collect()
+        churn = [np.full(shape, -1.0) for _ in range(32)]
+        return unreferenced, kept, churn
+
+    if rank != n - 1:
+        unreferenced, kept, _ = submit()
+    check_comm().Barrier()  # every earlier rank has let go of its arrays; now the last submits
+    if rank == n - 1:
+        unreferenced, kept, _ = submit()
+    assert_reduced(mpirep.synchronize(unreferenced), "Sum", n, shape, dtype, what="unreferenced")
+    assert_reduced(mpirep.synchronize(kept), "Sum", n, shape, dtype,
+                   expected=2 * reduce_expected("Sum", n, shape, dtype), what="resized input")
