@@ -36,6 +36,7 @@ from mpirep.errors import (
     MpirepError,
     NotInitializedError,
     ShutdownError,
+    StallError,
     UnsupportedError,
 )
 from mpirep.session import (

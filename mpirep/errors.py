@@ -27,6 +27,15 @@ class ShutdownError(MpirepError):
     """The operation could not run because mpirep, or another rank, shut down."""
 
 
+class StallError(MpirepError):
+    """A collective waited longer than the stall shutdown time for some rank, typically one that
+    submitted it under another name or not at all.
+
+    Raised with the same message, naming every such tensor and its missing ranks, on every rank
+    that submitted one of them; a rank that submits one of them later gets it too. The next
+    collectives work."""
+
+
 def _exception_classes():
     from mpirep import _core  # imported late: this module is also used before the core loads
 
@@ -35,6 +44,7 @@ def _exception_classes():
         "mismatch": MismatchError,
         "shut_down": ShutdownError,
         "unsupported": UnsupportedError,
+        "stalled": StallError,
         "internal": MpirepError,
     }
     return {code: by_name[name] for name, code in _core.STATUS.items() if name in by_name}

@@ -53,7 +53,9 @@ def shutdown(reason=""):
     pending fail with :class:`mpirep.ShutdownError`. Safe to call when not initialised.
 
     ``reason`` says this rank is stopping because it failed: the other ranks' pending and
-    later operations fail with an error that names this rank and quotes the reason."""
+    later operations fail with an error that names this rank and quotes the reason. If they
+    have not all shut down 5 s later (one is busy outside mpirep, or stuck), the job is
+    aborted."""
     global _topology
     if _topology is None:
         return

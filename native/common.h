@@ -50,7 +50,8 @@ namespace mpirep {
   X(MISMATCH, mismatch)                   /* ranks disagree about one tensor */    \
   X(SHUT_DOWN, shut_down)                 /* the runtime stopped before it ran */  \
   X(UNSUPPORTED, unsupported)             /* valid request the core cannot do */   \
-  X(INTERNAL, internal)
+  X(INTERNAL, internal)                                                            \
+  X(STALLED, stalled)                     /* waited past the stall shutdown time */
 
 #define MPIREP_ENUM_ENTRY(name, ...) name,
 enum class DataType : uint8_t { MPIREP_DTYPES(MPIREP_ENUM_ENTRY) };

@@ -1,6 +1,7 @@
 #include "coordinator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -63,10 +64,11 @@ const Request& Coordinator::AnyRequest(const Pending& p) const {
 }
 
 void Coordinator::Submit(const Request& request, Clock::time_point now) {
+  if (RejectLate(request)) return;
   auto set = process_sets_.find(request.process_set);
   if (set == process_sets_.end()) {
-    Fail(request.name, StatusCode::INVALID_ARGUMENT,
-         "tensor '" + request.name + "': unknown process set " + std::to_string(request.process_set));
+    FailOn({request.rank}, request.name, StatusCode::INVALID_ARGUMENT,
+           "tensor '" + request.name + "': unknown process set " + std::to_string(request.process_set));
     return;
   }
   auto [it, inserted] = pending_.try_emplace(request.name);
@@ -234,13 +236,33 @@ void Coordinator::DecideProcessSetChange(const std::string& name, const Request&
 }
 
 void Coordinator::Fail(const std::string& name, StatusCode code, const std::string& why) {
+  auto it = pending_.find(name);
+  std::vector<int64_t> submitters;
+  for (int r = 0; r < size_; ++r) {
+    if (it->second.submitted[r]) submitters.push_back(r);
+  }
+  FailOn(std::move(submitters), name, code, why);
+  pending_.erase(it);
+}
+
+void Coordinator::FailOn(std::vector<int64_t> ranks, const std::string& name, StatusCode code,
+                         const std::string& why) {
   Response response;
   response.kind = Response::Kind::ERROR;
   response.names = {name};
   response.error_code = code;
   response.error = why;
+  response.error_ranks = std::move(ranks);
   ready_.push_back(std::move(response));
-  pending_.erase(name);
+}
+
+bool Coordinator::RejectLate(const Request& request) {
+  auto it = cancelled_.find(request.name);
+  if (it == cancelled_.end() || !it->second.owed[request.rank]) return false;
+  FailOn({request.rank}, request.name, StatusCode::STALLED, it->second.error);
+  it->second.owed[request.rank] = false;
+  if (std::none_of(it->second.owed.begin(), it->second.owed.end(), [](bool b) { return b; })) cancelled_.erase(it);
+  return true;
 }
 
 void Coordinator::RankShutDown(int rank, const std::string& reason) {
@@ -290,14 +312,26 @@ std::vector<std::string> Coordinator::StallWarnings(Clock::time_point now, Clock
   return out;
 }
 
-std::vector<std::string> Coordinator::StalledLongerThan(Clock::time_point now, Clock::duration after) const {
-  std::map<std::string, std::string> lines;
+std::string Coordinator::CancelStalled(Clock::time_point now, Clock::duration after) {
+  std::map<std::string, std::string> stalled;  // sorted by name: the same text on every rank
   for (const auto& [name, p] : pending_) {
-    if (now - p.first_seen >= after) lines[name] = Describe(name, p, now);
+    if (now - p.first_seen >= after) stalled[name] = Describe(name, p, now);
   }
-  std::vector<std::string> out;
-  for (auto& [name, line] : lines) out.push_back(std::move(line));
-  return out;
+  if (stalled.empty()) return "";
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", std::chrono::duration<double>(after).count());
+  std::string error = std::string("collectives waited longer than the stall shutdown time (") + seconds +
+                      " s) and were cancelled on every rank:";
+  for (const auto& [name, line] : stalled) error += "\n  " + line;
+  for (const auto& [name, line] : stalled) {
+    const Pending& p = pending_.at(name);
+    Cancelled& cancelled = cancelled_[name];
+    cancelled.error = error;
+    cancelled.owed.assign(size_, false);
+    for (int r : p.members) cancelled.owed[r] = !p.submitted[r] && !joined_[r] && !shut_down_[r];
+    Fail(name, StatusCode::STALLED, error);
+  }
+  return error;
 }
 
 std::string Coordinator::Describe(const std::string& name, const Pending& p, Clock::time_point now) const {

@@ -39,8 +39,12 @@ class Coordinator {
   // Human-readable lines about tensors some ranks have waited on for `after` or longer, each
   // reported at most once per `after`.
   std::vector<std::string> StallWarnings(Clock::time_point now, Clock::duration after);
-  // The tensors that have waited at least `after` for a rank, described as in StallWarnings.
-  std::vector<std::string> StalledLongerThan(Clock::time_point now, Clock::duration after) const;
+  // Fails, on every rank that submitted it, each tensor that has waited at least `after` for
+  // some rank, all with one error that describes them all, and returns that error ("" when
+  // none has waited so long). A rank that submits one of them later gets the same error at
+  // once, and only that rank: its late request must not pair with the others' next tensor
+  // of the same name.
+  std::string CancelStalled(Clock::time_point now, Clock::duration after);
   bool HasPending() const { return !pending_.empty(); }
   bool HasReady() const { return !ready_.empty(); }
 
@@ -59,7 +63,13 @@ class Coordinator {
   Response Decide(const std::string& name, const Pending& pending);
   std::string MissingRanks(const Pending& pending) const;
   std::string Describe(const std::string& name, const Pending& pending, Clock::time_point now) const;
+  // Fails the pending tensor `name` on the ranks that have submitted it, and forgets it.
   void Fail(const std::string& name, StatusCode code, const std::string& why);
+  // Fails `name` on `ranks` alone (all of which have submitted it), leaving any pending tensor
+  // of that name to the others.
+  void FailOn(std::vector<int64_t> ranks, const std::string& name, StatusCode code, const std::string& why);
+  // A rank's late request for a tensor cancelled by CancelStalled: true if it was failed.
+  bool RejectLate(const Request& request);
   const Request& AnyRequest(const Pending& pending) const;
   void DecideProcessSetChange(const std::string& name, const Request& request, Response* response);
 
@@ -72,6 +82,11 @@ class Coordinator {
   std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks; 0 is every rank
   int32_t next_process_set_ = 1;
   std::vector<std::string> departures_;  // per rank: how it left, for error messages
+  struct Cancelled {
+    std::vector<bool> owed;  // the ranks that never submitted it
+    std::string error;
+  };
+  std::unordered_map<std::string, Cancelled> cancelled_;  // stalled tensors still owed by a rank
 };
 
 }  // namespace mpirep

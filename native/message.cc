@@ -124,6 +124,7 @@ std::string Encode(const ResponseList& list) {
     for (const Shape& shape : r.shapes) w.Put(shape);
     w.Put(r.error_code);
     w.Put(r.error);
+    w.Put(r.error_ranks);
     w.Put(r.rank_sizes);
   }
   return w.Take();
@@ -148,6 +149,7 @@ ResponseList DecodeResponseList(const std::string& bytes) {
     for (Shape& shape : r.shapes) shape = rd.GetInts();
     r.error_code = rd.Get<StatusCode>();
     r.error = rd.GetString();
+    r.error_ranks = rd.GetInts();
     r.rank_sizes = rd.GetInts();
   }
   return list;

@@ -48,6 +48,9 @@ struct Response {
   std::vector<Shape> shapes;
   StatusCode error_code = StatusCode::OK;
   std::string error;
+  // ERROR: the ranks it concerns, or empty for every rank. A rank that had not submitted the
+  // tensor when the error was decided must not take it for a later tensor of that name.
+  std::vector<int64_t> error_ranks;
   // allgather: each rank's first dimension; alltoall: the size x size split matrix, row i being
   // what rank i sends; join: the rank that joined last; add_process_set: the new id, then
   // the set's ranks; remove_process_set: the id.

@@ -22,6 +22,7 @@
 
 #include "runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -40,6 +41,11 @@ constexpr int kCoordinator = 0;
 constexpr int64_t kCoordinatorIdleMicros = 2000;
 // Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
 // for the common case of ranks in step, then sleep.
+// A rank that failed waits this long for the others to shut down too (each learns of the
+// failure at its next collective). Past it, some rank is not calling mpirep at all (a long
+// computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
+// always ends it. MPI_Finalize would otherwise wait for that rank forever.
+constexpr auto kFailedRankGrace = std::chrono::seconds(5);
 Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
 
 // Whether a message with `tag` from `source` (or any) has arrived; `status` describes it.
@@ -122,6 +128,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
         progressed |= ReceiveResponses();
       }
       ReapSends(false);
+      AbortIfFailedLongAgo();
       if (progressed) {
         backoff.Reset();
       } else {
@@ -256,6 +263,10 @@ bool Runtime::SubmitQueued() {
   }
   if (list.requests.empty() && !list.shutdown) return false;
   shutdown_sent_ |= list.shutdown;
+  if (list.shutdown && !list.shutdown_reason.empty()) {
+    failure_ = list.shutdown_reason;
+    abort_at_ = std::chrono::steady_clock::now() + kFailedRankGrace;
+  }
   if (coordinator_) {
     const auto now = Coordinator::Clock::now();
     for (const Request& r : list.requests) coordinator_->Submit(r, now);
@@ -330,13 +341,18 @@ void Runtime::WarnAboutStalls() {
     std::fprintf(stderr, "[mpirep] WARNING: stalled collective: %s\n", line.c_str());
   }
   if (config_.stall_shutdown_seconds <= 0) return;
-  const std::vector<std::string> stalled = coordinator_->StalledLongerThan(
+  const std::string error = coordinator_->CancelStalled(
       now, std::chrono::duration_cast<Coordinator::Clock::duration>(
                std::chrono::duration<double>(config_.stall_shutdown_seconds)));
-  if (stalled.empty()) return;
-  std::fprintf(stderr, "[mpirep] ERROR: aborting the job: collectives waited longer than the stall shutdown time (%.0f s):\n",
-               config_.stall_shutdown_seconds);
-  for (const std::string& line : stalled) std::fprintf(stderr, "[mpirep]   %s\n", line.c_str());
+  if (!error.empty()) std::fprintf(stderr, "[mpirep] ERROR: %s\n", error.c_str());
+}
+
+void Runtime::AbortIfFailedLongAgo() {
+  if (!abort_at_ || std::chrono::steady_clock::now() < *abort_at_) return;
+  std::fprintf(stderr,
+               "[mpirep] rank %d failed (%s), and %lld s later not every rank has shut down: some rank is "
+               "not calling mpirep; aborting the job\n",
+               topology_.rank, failure_.c_str(), static_cast<long long>(kFailedRankGrace.count()));
   std::fflush(stderr);
   MPI_Abort(data_, 1);
 }
@@ -347,6 +363,11 @@ void Runtime::Execute(const Response& response) {
       finished_ = true;
       return;
     case Response::Kind::ERROR:
+      if (!response.error_ranks.empty() &&
+          std::find(response.error_ranks.begin(), response.error_ranks.end(), topology_.rank) ==
+              response.error_ranks.end()) {
+        return;
+      }
       for (const std::string& name : response.names) {
         Complete(name, Status::Error(response.error_code, response.error));
       }

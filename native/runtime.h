@@ -48,7 +48,7 @@ class Runtime {
 
   // Collective: returns once every rank has called it. Operations still pending fail. A
   // non-empty `reason` says this rank is leaving because it failed; other ranks' errors
-  // quote it.
+  // quote it, and if they have not all shut down a few seconds later, the job is aborted.
   void Shutdown(const std::string& reason = "");
 
  private:
@@ -62,6 +62,7 @@ class Runtime {
   bool RespondIfReady();
   bool ReceiveResponses();
   void WarnAboutStalls();
+  void AbortIfFailedLongAgo();
   void Execute(const Response& response);
   void Record(const Response& response, const std::vector<Operation*>& ops,
               std::chrono::steady_clock::time_point start);
@@ -111,6 +112,8 @@ class Runtime {
     std::vector<char> discarded;
   };
   bool shutdown_sent_ = false;
+  std::string failure_;  // this rank's shutdown reason, once sent
+  std::optional<std::chrono::steady_clock::time_point> abort_at_;  // set when failure_ is
   bool finished_ = false;
   std::optional<Coordinator::Clock::time_point> holding_since_;  // ready tensors held back
   Coordinator::Clock::time_point last_stall_check_;

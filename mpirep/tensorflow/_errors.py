@@ -17,6 +17,8 @@ def to_tf_error(error):
         return tf.errors.InvalidArgumentError(None, None, message)
     if isinstance(error, errors.UnsupportedError):
         return tf.errors.UnimplementedError(None, None, message)
+    if isinstance(error, errors.StallError):
+        return tf.errors.DeadlineExceededError(None, None, message)
     if isinstance(error, errors.ShutdownError):
         return tf.errors.AbortedError(None, None, message)
     return tf.errors.InternalError(None, None, message)

@@ -58,6 +58,7 @@ absl::Status TfStatus(int code, const char* message) {
     case mpirep::StatusCode::MISMATCH: return absl::FailedPreconditionError(message);
     case mpirep::StatusCode::SHUT_DOWN: return absl::AbortedError(message);
     case mpirep::StatusCode::UNSUPPORTED: return absl::UnimplementedError(message);
+    case mpirep::StatusCode::STALLED: return absl::DeadlineExceededError(message);
     default: return absl::InternalError(message);
   }
 }

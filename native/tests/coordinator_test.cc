@@ -100,6 +100,7 @@ void RunCoordinatorTests() {
     std::vector<Response> ready = c.TakeReady();
     CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::SHUT_DOWN);
     CHECK(ready[0].error == "tensor 'p' cannot run: rank 1 shut down (it called shutdown() or its process exited)", << ready[0].error);
+    CHECK(ready[0].error_ranks == std::vector<int64_t>({0}));  // only the rank that submitted it
     c.Submit(Make(0, "q", {1}), t0);
     CHECK(c.TakeReady()[0].error_code == StatusCode::SHUT_DOWN);
     CHECK(!c.AllShutDown());
@@ -191,8 +192,37 @@ void RunCoordinatorTests() {
           << (lines.empty() ? "" : lines[0]));
     CHECK(c.StallWarnings(t0 + std::chrono::seconds(7), period).empty());
     CHECK(c.StallWarnings(t0 + std::chrono::seconds(12), period).size() == 1);
-    std::vector<std::string> stalled = c.StalledLongerThan(t0 + std::chrono::seconds(12), std::chrono::seconds(10));
-    CHECK(stalled.size() == 1 && Contains(stalled[0], "'slow'") && Contains(stalled[0], "missing rank 1"));
-    CHECK(c.StalledLongerThan(t0 + std::chrono::seconds(9), std::chrono::seconds(10)).empty());
+  }
+  {
+    // The stall shutdown cancels what waited too long, for everyone, with one error; a rank
+    // that brings a cancelled tensor late gets that error alone, and a new tensor of the same
+    // name pairs normally.
+    Coordinator c(3);
+    c.Submit(Make(0, "a", {1}), t0);
+    c.Submit(Make(2, "a", {1}), t0);
+    c.Submit(Make(1, "b", {1}), t0 + std::chrono::seconds(2));
+    CHECK(c.CancelStalled(t0 + std::chrono::seconds(9), std::chrono::seconds(10)).empty());
+    const std::string error = c.CancelStalled(t0 + std::chrono::seconds(12), std::chrono::seconds(10));
+    CHECK(error == "collectives waited longer than the stall shutdown time (10 s) and were cancelled on every rank:\n"
+                   "  tensor 'a' (allreduce) waiting 12 s: submitted by ranks 0, 2; missing rank 1\n"
+                   "  tensor 'b' (allreduce) waiting 10 s: submitted by rank 1; missing ranks 0, 2", << error);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 2 && !c.HasPending());
+    CHECK(ready.size() == 2 && ready[0].names[0] == "a" && ready[0].error_ranks == std::vector<int64_t>({0, 2}) &&
+          ready[1].names[0] == "b" && ready[1].error_ranks == std::vector<int64_t>({1}));
+    for (const Response& r : ready) {
+      CHECK(r.kind == Response::Kind::ERROR && r.error_code == StatusCode::STALLED && r.error == error);
+    }
+    c.Submit(Make(0, "a", {1}), t0);  // ranks 0 and 2 go on to their next 'a'
+    c.Submit(Make(2, "a", {1}), t0);
+    c.Submit(Make(1, "a", {1}), t0);  // rank 1 brings the cancelled one
+    ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::STALLED && ready[0].error_ranks == std::vector<int64_t>({1}) && ready[0].error == error);
+    c.Submit(Make(1, "a", {1}), t0);  // and then its next one, which completes the others'
+    ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].names[0] == "a");
+    c.Submit(Make(0, "b", {1}), t0);  // rank 0 still owed 'b'
+    ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].error_ranks == std::vector<int64_t>({0}) && ready[0].error_code == StatusCode::STALLED);
   }
 }

@@ -37,10 +37,12 @@ void RunMessageTests() {
   e.names = {"a", "b"};
   e.error_code = StatusCode::MISMATCH;
   e.error = "why";
+  e.error_ranks = {0, 2};
   e.rank_sizes = {5, 6};
   responses.responses = {e};
   ResponseList rb = DecodeResponseList(Encode(responses));
   CHECK(rb.responses.size() == 1 && rb.responses[0].names == e.names && rb.responses[0].error == "why" &&
+        rb.responses[0].error_ranks == e.error_ranks &&
         rb.responses[0].error_code == StatusCode::MISMATCH && rb.responses[0].rank_sizes == e.rank_sizes);
 
   std::string truncated = Encode(requests);

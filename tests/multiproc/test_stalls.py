@@ -1,5 +1,10 @@
-"""The stall inspector: a warning that names the late tensor and rank, and the stall shutdown."""
+"""The stall inspector: a warning that names the late tensor and rank, and the stall shutdown,
+which cancels what waited too long with the same StallError on every rank."""
+import pytest
+
 from mpijob import mpirun
+
+STALL_SHUTDOWN_S = 3
 
 
 def test_late_rank_is_reported_and_the_job_completes():
@@ -11,10 +16,23 @@ def test_late_rank_is_reported_and_the_job_completes():
     assert all("late_tensor" in line and "missing rank 1" in line for line in warnings), warnings
 
 
-def test_stall_shutdown_aborts_the_job():
+@pytest.mark.parametrize("mode", ["renamed", "late"])
+def test_stall_shutdown_cancels_on_every_rank_and_the_next_collective_works(mode):
+    job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", mode], 60)
+    print(job.output[-3000:])
+    assert job.returncode == 0, job.output[-3000:]
+    assert job.output.count("the same StallError as every rank, then a correct allreduce") == 3
+    assert job.seconds < 30, f"{job.seconds:.0f} s"
+
+
+def test_uncaught_stall_error_ends_the_job():
     job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", "never"], 60)
     print(job.output[-3000:])
     assert not job.timed_out, "the stall shutdown did not end the job"
     assert job.returncode != 0
-    assert "stall shutdown time" in job.output
-    assert "late_tensor" in job.output
+    assert "StallError: collectives waited longer than the stall shutdown time (3 s)" in job.output
+    assert "tensor 'late_tensor' (allreduce) waiting 3 s: submitted by ranks 0, 2; missing rank 1" \
+        in job.output
+    # rank 1 never calls mpirep again, so the failed ranks abort the job after their grace
+    assert "not every rank has shut down: some rank is not calling mpirep; aborting the job" \
+        in job.output

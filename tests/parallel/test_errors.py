@@ -171,7 +171,7 @@ def test_unsupported_input(case):
 def test_error_hierarchy():
     assert issubclass(mpirep.MpirepError, RuntimeError)
     for cls in (mpirep.MismatchError, mpirep.InvalidArgumentError, mpirep.UnsupportedError,
-                mpirep.NotInitializedError, mpirep.ShutdownError):
+                mpirep.NotInitializedError, mpirep.ShutdownError, mpirep.StallError):
         assert issubclass(cls, mpirep.MpirepError)
     assert issubclass(mpirep.InvalidArgumentError, ValueError)
     assert issubclass(mpirep.UnsupportedError, TypeError)

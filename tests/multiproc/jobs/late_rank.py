@@ -1,19 +1,52 @@
-"""Rank 1 comes late to the tensor 'late_tensor': by argv[2] seconds (argv[1] = "warn"), or never
-(argv[1] = "never"). The stall inspector is set to warn after 1 s and, for "never", to abort
-the job after 3 s."""
+"""Rank 1 of 3 does not bring the tensor 'late_tensor' when the others do; argv[1] says how:
+
+  warn      it comes argv[2] seconds late; the stall inspector (1 s) warns, the job completes
+  renamed   it names the tensor 'late_tensor_renamed' instead; the stall shutdown (3 s) cancels
+            both tensors, every rank catches the same StallError, and the next allreduce works
+            (the ranks still owe each other the cancelled names: see docs/core.md)
+  late      it comes 8 s late, past the stall shutdown (3 s): the others get a StallError at
+            3 s and try 'late_tensor' again; it gets the same error when it comes, and its next
+            'late_tensor' pairs with the others' second one
+  never     it sleeps for 600 s; the others' StallError, uncaught, ends the job
+"""
 import sys
 import time
 
 import numpy as np
+from mpi4py import MPI
 
 import mpirep
 
 mode = sys.argv[1]
-mpirep.init(stall_check_time_seconds=1, stall_shutdown_time_seconds=3 if mode == "never" else 0)
+mpirep.init(stall_check_time_seconds=1, stall_shutdown_time_seconds=0 if mode == "warn" else 3)
 n, rank = mpirep.size(), mpirep.rank()
-if rank == 1:
-    # the stimulus the stall inspector must notice: nothing waits on this, the others are blocked
-    time.sleep(float(sys.argv[2]) if mode == "warn" else 600)
-result = mpirep.allreduce(np.full(3, rank + 1.0), op=mpirep.Sum, name="late_tensor")
-assert (result == n * (n + 1) / 2).all(), result
+expected = np.full(3, n * (n + 1) / 2)
+
+
+def reduce(name):
+    return mpirep.allreduce(np.full(3, rank + 1.0), op=mpirep.Sum, name=name)
+
+
+if mode == "warn":
+    if rank == 1:
+        time.sleep(float(sys.argv[2]))
+    np.testing.assert_array_equal(reduce("late_tensor"), expected)
+elif mode == "never":
+    if rank == 1:
+        time.sleep(600)
+    reduce("late_tensor")
+else:
+    if rank == 1 and mode == "late":
+        time.sleep(8)
+    name = "late_tensor_renamed" if rank == 1 and mode == "renamed" else "late_tensor"
+    try:
+        reduce(name)
+        raise AssertionError(f"rank {rank}: no StallError")
+    except mpirep.StallError as error:
+        message = str(error)
+    messages = MPI.COMM_WORLD.allgather(message)
+    assert all(m == messages[0] for m in messages), messages
+    assert "missing rank 1" in message, message
+    np.testing.assert_array_equal(reduce("late_tensor" if mode == "late" else "next"), expected)
+    print(f"rank {rank}: the same StallError as every rank, then a correct allreduce", flush=True)
 mpirep.shutdown()
