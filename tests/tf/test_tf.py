@@ -1,6 +1,7 @@
 """mpirep.tensorflow end to end: each test starts one mpirun job that runs many checks."""
 
 import re
+import time
 
 import pytest
 
@@ -62,3 +63,15 @@ def test_example_at_two_ranks(script):
 
 def test_weights_bit_identical_after_1000_steps_at_three_ranks():
     assert_passed(*mpirun(3, JOBS / "determinism_job.py", timeout_s=400), 3)
+
+
+@pytest.mark.parametrize("mode,survivors_read", [
+    ("raise", "rank 1 failed: RuntimeError: rank 1 raised in the middle of training"),
+    ("exit", "rank 1 shut down (it called shutdown() or its process exited)")])
+def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
+    status, output = mpirun(3, JOBS / "rank_fails_in_fit_job.py", mode, timeout_s=120)
+    ended = time.time()
+    failed_at = re.search(r"^FAILING (\d+\.\d+)$", output, re.M)
+    assert failed_at and status != 0, output[-6000:]
+    assert ended - float(failed_at.group(1)) < 10, output[-6000:]
+    assert output.count(survivors_read) == 2, output[-6000:]  # both other ranks, as tf errors
