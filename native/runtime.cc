@@ -39,13 +39,13 @@ constexpr int kCoordinator = 0;
 // How long rank 0 sleeps when idle before looking for other ranks' requests (stall reports,
 // shutdowns): nothing can run before rank 0 submits too, which wakes it at once.
 constexpr int64_t kCoordinatorIdleMicros = 2000;
-// Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
-// for the common case of ranks in step, then sleep.
 // A rank that failed waits this long for the others to shut down too (each learns of the
 // failure at its next collective). Past it, some rank is not calling mpirep at all (a long
 // computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
 // always ends it. MPI_Finalize would otherwise wait for that rank forever.
 constexpr auto kFailedRankGrace = std::chrono::seconds(5);
+// Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
+// for the common case of ranks in step, then sleep.
 Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
 
 // Whether a message with `tag` from `source` (or any) has arrived; `status` describes it.
