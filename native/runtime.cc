@@ -18,7 +18,9 @@
 //
 // Shutdown is negotiated too: a rank that shuts down says so in its request list and keeps
 // serving responses; rank 0 fails whatever can no longer complete, and when every rank has
-// shut down it sends FINISH, after which each thread frees its communicators and exits.
+// shut down it sends FINISH, after which each thread frees its communicators and exits. A rank
+// that shuts down because it failed aborts the job if FINISH has not come kFailedRankGrace
+// later.
 
 #include "runtime.h"
 
