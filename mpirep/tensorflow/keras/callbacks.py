@@ -9,6 +9,7 @@ import tensorflow as tf
 
 import mpirep
 from mpirep.tensorflow.functions import broadcast_variables
+from mpirep.tensorflow.mpi_ops import join
 
 _Callback = tf.keras.callbacks.Callback
 
@@ -16,6 +17,13 @@ _Callback = tf.keras.callbacks.Callback
 def _optimizer_variables(optimizer):
     variables = optimizer.variables
     return list(variables() if callable(variables) else variables)
+
+
+def _broadcast_model_state(model, root_rank):
+    variables = list(model.variables)
+    if getattr(model, "optimizer", None) is not None:
+        variables += _optimizer_variables(model.optimizer)
+    broadcast_variables(variables, root_rank)
 
 
 class BroadcastGlobalVariablesCallback(_Callback):
@@ -29,10 +37,7 @@ class BroadcastGlobalVariablesCallback(_Callback):
         self._after_first_batch = False
 
     def _broadcast(self):
-        variables = list(self.model.variables)
-        if getattr(self.model, "optimizer", None) is not None:
-            variables += _optimizer_variables(self.model.optimizer)
-        broadcast_variables(variables, self.root_rank)
+        _broadcast_model_state(self.model, self.root_rank)
 
     def on_train_begin(self, logs=None):
         self._broadcast()
@@ -41,6 +46,22 @@ class BroadcastGlobalVariablesCallback(_Callback):
         if not self._after_first_batch:
             self._after_first_batch = True
             self._broadcast()
+
+
+class JoinCallback(_Callback):
+    """Lets ranks whose datasets hold different numbers of batches train together in
+    ``Model.fit``, where they would otherwise hang in the gradient allreduce of a step that
+    ranks with less data never take.
+
+    A rank that runs out of batches joins at the end of its epoch (see ``join``): until every
+    rank has, it takes part in the others' gradient allreduces with zeros, and the average
+    still divides by the number of all ranks. Then every rank takes the weights and optimizer
+    state of the rank that joined last, which ran the most steps, so all go on from the same
+    state. Put it first among the callbacks, before any that communicates at the end of an
+    epoch (MetricAverageCallback, BestModelCheckpoint)."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        _broadcast_model_state(self.model, int(join()))
 
 
 class MetricAverageCallback(_Callback):

@@ -1,6 +1,6 @@
 """hvd.join with uneven work: ranks that have joined take part in the others' collectives
 (zeros, no rows) until every rank joins; a custom training loop where ranks have different
-numbers of batches. Run under mpirun at 2 or more ranks; rank N-1 (or rank 0 in the training
+numbers of batches, and Model.fit over uneven datasets with JoinCallback. Run under mpirun at 2 or more ranks; rank N-1 (or rank 0 in the training
 loop) always joins last, because its own collectives cannot finish before the others joined.
 """
 
@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep.tensorflow as hvd
+from mpirep.tensorflow.keras import callbacks
 from harness import check, expect_error, run, same_on_every_rank
 
 hvd.init()
@@ -118,6 +119,27 @@ def custom_loop_with_uneven_batches():
         np.testing.assert_allclose(w.numpy(), np.ones(4) - lr * sum(
             batch(r, k) for r in range(N) for k in range(steps(r))) / N, rtol=1e-6)
         same_on_every_rank(hvd, w.numpy())
+
+
+@check
+def fit_with_uneven_batches_and_join_callback():
+    # The same closed form through Model.fit: one sample per batch, loss = sum(x @ w), and
+    # JoinCallback at each epoch's end; every rank ends with the weights of the one that ran
+    # the most steps, epoch after epoch.
+    lr, epochs = 0.5, 2
+    keras = tf.keras
+    model = keras.Sequential([keras.Input((4,)),
+                              keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(lr)),
+                  loss=lambda y_true, y_pred: tf.reduce_sum(y_pred, axis=-1))
+    x = np.stack([batch(R, k) for k in range(steps(R))])
+    model.fit(x, np.zeros(len(x), np.float32), batch_size=1, epochs=epochs, shuffle=False,
+              verbose=0, callbacks=[callbacks.JoinCallback()])
+    expected = np.ones(4) - epochs * lr * sum(
+        batch(r, k) for r in range(N) for k in range(steps(r))) / N
+    np.testing.assert_allclose(model.get_weights()[0].ravel(), expected, rtol=1e-6)
+    same_on_every_rank(hvd, model.get_weights()[0])
+    same_on_every_rank(hvd, model.optimizer.iterations.numpy())
 
 
 run(hvd)
