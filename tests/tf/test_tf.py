@@ -67,7 +67,7 @@ def test_weights_bit_identical_after_1000_steps_at_three_ranks():
 
 @pytest.mark.parametrize("mode,survivors_read", [
     ("raise", "rank 1 failed: RuntimeError: rank 1 raised in the middle of training"),
-    ("exit", "rank 1 shut down (it called shutdown() or its process exited)")])
+    ("exit", "rank 1 shut down (it called shutdown() or its process exited)")], ids=["raise", "exit"])
 def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
     status, output = mpirun(3, JOBS / "rank_fails_in_fit_job.py", mode, timeout_s=120)
     ended = time.time()
