@@ -75,3 +75,8 @@ def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
     assert failed_at and status != 0, output[-6000:]
     assert ended - float(failed_at.group(1)) < 10, output[-6000:]
     assert output.count(survivors_read) == 2, output[-6000:]  # both other ranks, as tf errors
+
+
+def test_stall_shutdown_is_deadline_exceeded_on_every_rank():
+    env = {"MPIREP_STALL_SHUTDOWN_TIME_SECONDS": "2", "MPIREP_TF_BRIDGE": "native"}
+    assert_passed(*mpirun(3, JOBS / "stall_job.py", env=env), 3)
