@@ -266,7 +266,6 @@ bool Runtime::SubmitQueued() {
   if (list.requests.empty() && !list.shutdown) return false;
   shutdown_sent_ |= list.shutdown;
   if (list.shutdown && !list.shutdown_reason.empty()) {
-    failure_ = list.shutdown_reason;
     abort_at_ = std::chrono::steady_clock::now() + kFailedRankGrace;
   }
   if (coordinator_) {
@@ -351,10 +350,15 @@ void Runtime::WarnAboutStalls() {
 
 void Runtime::AbortIfFailedLongAgo() {
   if (!abort_at_ || std::chrono::steady_clock::now() < *abort_at_) return;
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reason = shutdown_reason_;
+  }
   std::fprintf(stderr,
                "[mpirep] rank %d failed (%s), and %lld s later not every rank has shut down: some rank is "
                "not calling mpirep; aborting the job\n",
-               topology_.rank, failure_.c_str(), static_cast<long long>(kFailedRankGrace.count()));
+               topology_.rank, reason.c_str(), static_cast<long long>(kFailedRankGrace.count()));
   std::fflush(stderr);
   MPI_Abort(data_, 1);
 }

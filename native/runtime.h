@@ -112,8 +112,8 @@ class Runtime {
     std::vector<char> discarded;
   };
   bool shutdown_sent_ = false;
-  std::string failure_;  // this rank's shutdown reason, once sent
-  std::optional<std::chrono::steady_clock::time_point> abort_at_;  // set when failure_ is
+  // Set when this rank has sent a shutdown with a reason (it failed).
+  std::optional<std::chrono::steady_clock::time_point> abort_at_;
   bool finished_ = false;
   std::optional<Coordinator::Clock::time_point> holding_since_;  // ready tensors held back
   Coordinator::Clock::time_point last_stall_check_;

@@ -23,20 +23,21 @@ def slurm2_env():
     return {"SLURM_CONF": os.environ["MPIREP_SLURM2_CONF"], **ON_NET}
 
 
+# name -> (command for n ranks, its environment, the cluster it needs)
 LAUNCHERS = {
-    "mpirun": (lambda n: ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(n)], dict),
-    "mpirep-run": (lambda n: launcher_cmd() + ["-np", str(n)], dict),
-    "srun": (lambda n: ["srun", "--mpi=pmix", "-n", str(n)], slurm1_env),
-    "mpirep-run-in-salloc": (lambda n: ["salloc", "-n", str(n)] + launcher_cmd(), slurm1_env),
+    "mpirun": (lambda n: ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(n)],
+               dict, []),
+    "mpirep-run": (lambda n: launcher_cmd() + ["-np", str(n)], dict, []),
+    "srun": (lambda n: ["srun", "--mpi=pmix", "-n", str(n)], slurm1_env, [pytest.mark.slurm1]),
+    "mpirep-run-in-salloc": (lambda n: ["salloc", "-n", str(n)] + launcher_cmd(), slurm1_env,
+                             [pytest.mark.slurm1]),
     "mpirep-run-on-2-nodes": (lambda n: ["salloc", "-N", "2", f"--ntasks-per-node={n // 2}"]
-                              + launcher_cmd(), slurm2_env),
+                              + launcher_cmd(), slurm2_env, [pytest.mark.slurm2]),
 }
-MARKS = {"srun": [pytest.mark.slurm1], "mpirep-run-in-salloc": [pytest.mark.slurm1],
-         "mpirep-run-on-2-nodes": [pytest.mark.slurm2]}
 
 
 def case(launcher, mode, np_, failing_rank):
-    return pytest.param(launcher, mode, np_, failing_rank, marks=MARKS.get(launcher, []),
+    return pytest.param(launcher, mode, np_, failing_rank, marks=LAUNCHERS[launcher][2],
                         id=f"{launcher}-{mode}-np{np_}-rank{failing_rank}")
 
 
@@ -62,7 +63,7 @@ def launcher_names_killed(rank):
 
 @pytest.mark.parametrize("launcher, mode, np_, failing_rank", CASES)
 def test_job_ends_soon_and_names_the_failed_rank(launcher, mode, np_, failing_rank):
-    command, env = LAUNCHERS[launcher]
+    command, env, _ = LAUNCHERS[launcher]
     proc = start(command(np_) + JOB + [mode, str(failing_rank)], env())
     done = finish(proc, 120)
     ended = time.time()
