@@ -4,7 +4,7 @@
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 VENV=$ROOT/.venv
 PY=$VENV/bin/python
-CLUSTER_DIR=$ROOT/../shared/cluster   # the shared cluster scripts, beside the checkout in CI
+CLUSTER_DIR=$ROOT/dev/cluster   # the harness that starts Slurm clusters and emulated hosts
 
 # The venv's mpirun comes first: when the core was built against an MPI wheel, that wheel's
 # launcher is the one that matches.
