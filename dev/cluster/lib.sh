@@ -39,7 +39,7 @@ host_netns() { echo "/run/netns/$PREFIX$1"; }
 live_hosts() {
   local path
   for path in /run/netns/"$PREFIX"h*; do
-    [[ $path =~ /${PREFIX}(h[0-9]+)$ ]] && echo "${BASH_REMATCH[1]}"
+    if [[ $path =~ /${PREFIX}(h[0-9]+)$ ]]; then echo "${BASH_REMATCH[1]}"; fi
   done | sort -k1.2n | xargs
 }
 
