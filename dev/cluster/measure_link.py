@@ -15,7 +15,7 @@ IDLE_LIMIT_S = 20
 
 
 def receive(port):
-    with socket.create_server(("0.0.0.0", port), reuse_port=True) as server:
+    with socket.create_server(("0.0.0.0", port)) as server:
         server.settimeout(IDLE_LIMIT_S)
         conn, _ = server.accept()
     with conn:
