@@ -12,7 +12,6 @@ class DiscoveryThread:
         self._interval = interval
         self._lock = threading.Lock()
         self._latest = None
-        self._serial = 0
         self._stop = threading.Event()
         self.first = discovery.discover()   # a broken script fails the job at once
         self._publish(self.first)
@@ -20,14 +19,12 @@ class DiscoveryThread:
 
     def _publish(self, hosts):
         with self._lock:
-            if hosts != self._latest:
-                self._latest = hosts
-                self._serial += 1
+            self._latest = hosts
 
     def latest(self):
-        """(serial, {host: slots}); the serial grows whenever the hosts change."""
+        """{host: slots} as last discovered."""
         with self._lock:
-            return self._serial, dict(self._latest)
+            return dict(self._latest)
 
     def _loop(self):
         failing = False

@@ -112,20 +112,17 @@ class ElasticDriver:
                 raise LaunchError(f"fewer than --min-np {self.config.min_np} slots answer ssh")
 
     def _hosts_update_check(self, discoveries, hosts):
-        """A function that says, once per change, that discovery found hosts that would
-        change this generation's assignment (and leave at least --min-np slots)."""
-        seen = {"serial": None, "told": hosts}
+        """A function that says, once per change, that the hosts usable now (discovered, and
+        not left out or back from their cooldown) would change this generation's assignment
+        and leave at least --min-np slots."""
+        told = [hosts]
 
         def changed():
-            serial, found = discoveries.latest()
-            if serial == seen["serial"]:
-                return False
-            seen["serial"] = serial
-            self.pool.update(found)
+            self.pool.update(discoveries.latest())
             would = self.pool.plan(self.config.max_np)
-            if would == seen["told"] or total_slots(would) < self.config.min_np:
+            if would == told[0] or total_slots(would) < self.config.min_np:
                 return False
-            seen["told"] = would
+            told[0] = would
             self.say(f"hosts changed: {format_host_list(would)} would be used; telling the ranks")
             return True
 
@@ -134,8 +131,7 @@ class ElasticDriver:
     def _wait_for_slots(self, discoveries, needed, flag):
         give_up_at = time.monotonic() + self.config.timeout
         while True:
-            _, found = discoveries.latest()
-            self.pool.update(found)
+            self.pool.update(discoveries.latest())
             usable = self.pool.plan(self.config.max_np)
             if total_slots(usable) >= needed:
                 return

@@ -43,6 +43,7 @@ class Generation:
                 protocol.EXIT, protocol.ERROR, protocol.RESTART, protocol.STOPPED,
                 protocol.SIGNALLED):
             record.goodbye = message["kind"]
+            record.said_at = sum(r.goodbye is not None for r in self.records)
             record.detail = str(message.get("error") or message.get("reason") or "")
             if record.goodbye == protocol.SIGNALLED and not self.stopped:
                 record.quiet = True
@@ -86,7 +87,9 @@ class Generation:
                 self.stopped = True
                 runner.terminate(child)
                 ending_since = time.monotonic()
-            if not self.stopped and hosts_updated():
+            # Only once every rank listens, so that all of them hear it.
+            if not self.stopped and len(self.connections) == len(self.records) \
+                    and hosts_updated():
                 self.notify_hosts_updated()
             status = child.poll()
             if status is not None:

@@ -22,6 +22,7 @@ class RankRecord:
     connected: bool = False      # said hello
     goodbye: str | None = None   # protocol kind of its goodbye
     detail: str = ""             # the error it raised, or why it restarts
+    said_at: int = 0             # order of its goodbye among the generation's goodbyes
     quiet: bool = False          # ended with no goodbye, or by a signal, before any stop
     open_at_end: bool = False    # lifeline still open after the launcher exited
 
@@ -40,9 +41,10 @@ def _hosts(records):
 
 def judge(records, launcher_status):
     failure_status = launcher_status or 1
-    errors = [(rank, r) for rank, r in enumerate(records) if r.goodbye == protocol.ERROR]
-    if errors:
-        rank, record = errors[0]
+    errors = sorted(((r.said_at, rank, r) for rank, r in enumerate(records)
+                     if r.goodbye == protocol.ERROR), key=lambda error: error[:2])
+    if errors:   # the first to raise; the others usually only heard of it
+        _, rank, record = errors[0]
         return Outcome(FAILED, failure_status,
                        f"rank {rank} on {record.host} raised {record.detail}; an error in the "
                        "program is not retried")
