@@ -17,7 +17,7 @@ from .. import preflight, resolve, runner
 from ..errors import LaunchError
 from ..hosts import format_host_list, total_slots
 from . import cleanup, plans
-from .discovery_thread import DiscoveryThread
+from .discovery_thread import INTERVAL_SECONDS, DiscoveryThread
 from .generation import Generation
 from .host_pool import HostPool
 from .lifeline_server import LifelineServer
@@ -29,6 +29,8 @@ class Interrupted(Exception):
 
 
 class ElasticDriver:
+    discovery_interval = INTERVAL_SECONDS
+
     def __init__(self, args, config, launcher, mpi_info, discovery, environ, say):
         self.args, self.config, self.launcher, self.mpi_info = args, config, launcher, mpi_info
         self.discovery, self.environ, self.say = discovery, environ, say
@@ -40,7 +42,7 @@ class ElasticDriver:
     def run(self):
         self.received, restore_signals = runner.trap_stop_signals()
         server = LifelineServer()
-        discoveries = DiscoveryThread(self.discovery, warn=self.say)
+        discoveries = DiscoveryThread(self.discovery, self.say, self.discovery_interval)
         run_dir = tempfile.mkdtemp(prefix="mpirep-elastic-")
         used = set()
         try:
