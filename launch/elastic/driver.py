@@ -38,6 +38,7 @@ class ElasticDriver:
         self.run_id = f"{socket.gethostname().split('.')[0]}-{time.time_ns() % 10**12:x}"
         self.received = []
         self._reachable = set()     # hosts that ran ranks or answered ssh
+        self._finishers = []        # threads ending launchers of stopped generations
 
     def run(self):
         self.received, restore_signals = runner.trap_stop_signals()
@@ -50,6 +51,8 @@ class ElasticDriver:
         except Interrupted:
             return 128 + self.received[0]
         finally:
+            for finisher in self._finishers:
+                finisher.join()
             discoveries.stop()
             server.shutdown()
             cleanup.remove_copies(sorted(used), self.launcher, resolve.ssh_args(self.args),
@@ -74,8 +77,11 @@ class ElasticDriver:
                      f"{format_host_list(hosts)}")
             if self.args.verbose:
                 self.say(plan.render())
-            outcome = Generation(number, hosts, server).run(
-                plan, self.environ, self.received, self._hosts_update_check(discoveries, hosts))
+            watched = Generation(number, hosts, server)
+            outcome = watched.run(plan, self.environ, self.received,
+                                  self._hosts_update_check(discoveries, hosts))
+            if watched.finisher:
+                self._finishers.append(watched.finisher)
             if self.received:
                 raise Interrupted()
             if outcome.kind == SUCCESS:

@@ -2,9 +2,13 @@
 watched until the launcher exits.
 
 The first sign of a lost rank (a lifeline closing with no goodbye) or of a rank asking for a
-restart makes the driver stop the generation: it tells every rank to exit, which ends the
-launcher without waiting for it to notice by itself.
+restart makes the driver stop the generation: it tells every rank to exit.  Once every rank's
+lifeline has closed, no rank of this generation runs any more (a rank closes it only by
+exiting), so the next generation may start at once: the launcher, which takes seconds to
+notice and wind down (mpirun about 3 s), is ended in the background.
 """
+import subprocess
+import threading
 import time
 
 from mpirep.elastic import protocol
@@ -26,6 +30,7 @@ class Generation:
         self.connections = {}     # rank -> its lifeline
         self.stopped = False
         self.hosts_serial = 0
+        self.finisher = None      # a thread ending a launcher left to wind down by itself
 
     def handle(self, kind, connection, message):
         if kind == "hello":
@@ -94,11 +99,19 @@ class Generation:
             status = child.poll()
             if status is not None:
                 break
+            if self._all_gone() and not received_signals:
+                self.finisher = threading.Thread(target=_wind_down, args=(child,), daemon=True)
+                self.finisher.start()
+                return judge(self.records, None)
             if ending_since is not None and time.monotonic() - ending_since > STOP_GRACE_SECONDS:
                 runner.end(child)
         runner.end(child)
         self._drain()
         return judge(self.records, runner.exit_status(status))
+
+    def _all_gone(self):
+        """Stopped, and every rank connected and has closed its lifeline since."""
+        return self.stopped and not self.connections and all(r.connected for r in self.records)
 
     def _drain(self):
         give_up_at = time.monotonic() + DRAIN_SECONDS
@@ -109,3 +122,12 @@ class Generation:
             self.records[rank].open_at_end = self.records[rank].goodbye is None
             self.server.close(connection)
         self.connections.clear()
+
+
+def _wind_down(child):
+    runner.terminate(child)
+    try:
+        child.wait(timeout=STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:   # still there: its session is killed below
+        pass
+    runner.end(child)

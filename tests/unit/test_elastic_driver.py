@@ -7,6 +7,7 @@ import pathlib
 import socket
 import sys
 import threading
+import time
 
 import pytest
 
@@ -310,9 +311,15 @@ def test_a_quiet_rank_stops_the_others_and_loses_its_host():
         for rank in ranks[:2]:
             rank.reader.join(timeout=10)
 
-    outcome = watch(server, gen, "import time; time.sleep(3)", script)
+    started = time.monotonic()
+    outcome = watch(server, gen, "import time; time.sleep(30)", script)
     assert [rank.heard for rank in ranks[:2]] == [[protocol.STOP], [protocol.STOP]]
     assert outcome == verdict.Outcome(verdict.RESTART, lost_hosts=("h2",))
+    # Every lifeline closed: the verdict comes without waiting for the launcher, which is
+    # ended in the background.
+    assert time.monotonic() - started < 20
+    gen.finisher.join(timeout=30)
+    assert not gen.finisher.is_alive()
     server.shutdown()
 
 
