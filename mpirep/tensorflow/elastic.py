@@ -38,12 +38,25 @@ def _optimizer_variables(optimizer):
     return list(variables() if callable(variables) else variables)
 
 
+def tracked_variables(trackables):
+    """Every variable of the models, optimizers and modules given, each once, in order."""
+    variables = {}
+    for trackable in trackables:
+        found = (_optimizer_variables(trackable) if hasattr(trackable, "apply_gradients")
+                 else list(trackable.variables))
+        for variable in found:
+            variables.setdefault(id(variable), variable)
+    return list(variables.values())
+
+
 def build_optimizer(optimizer, variables):
     """Creates the optimizer's slot variables now rather than at its first step, so that a
     restarted rank can take committed values into them before training."""
-    if getattr(optimizer, "built", None) is False or getattr(optimizer, "_built", None) is False:
-        optimizer.build(variables)      # Keras 3, and tf_keras's optimizers
-    elif hasattr(optimizer, "_create_all_weights"):
+    if getattr(optimizer, "built", getattr(optimizer, "_built", False)):
+        return
+    if hasattr(optimizer, "build"):
+        optimizer.build(variables)      # Keras 3 and tf_keras
+    else:
         optimizer._create_all_weights(variables)   # tf_keras's legacy optimizers
 
 
@@ -117,7 +130,5 @@ class TensorFlowKerasState(_VariablesState):
         super().__init__(**kwargs)
 
     def _tracked(self):
-        variables = list(self.model.variables)
-        if self.optimizer is not None:
-            variables += _optimizer_variables(self.optimizer)
-        return variables
+        optimizers = [self.optimizer] if self.optimizer is not None else []
+        return tracked_variables([self.model] + optimizers)
