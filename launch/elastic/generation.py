@@ -18,6 +18,8 @@ from .verdict import RankRecord, judge
 
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 10.0    # after a stop, the launcher's session is killed if still there
+RESTART_GRACE_SECONDS = 5.0  # for every rank to leave after the first asked for a restart
+                             # together (hosts changed), before they are stopped
 DRAIN_SECONDS = 2.0          # after the launcher exits, for the last goodbyes to arrive
 
 
@@ -31,6 +33,7 @@ class Generation:
         self.stopped = False
         self.hosts_serial = 0
         self.finisher = None      # a thread ending a launcher left to wind down by itself
+        self.restart_asked_at = None
 
     def handle(self, kind, connection, message):
         if kind == "hello":
@@ -49,6 +52,9 @@ class Generation:
                 protocol.SIGNALLED):
             record.goodbye = message["kind"]
             record.said_at = sum(r.goodbye is not None for r in self.records)
+            record.together = bool(message.get("together"))
+            if record.goodbye == protocol.RESTART and self.restart_asked_at is None:
+                self.restart_asked_at = time.monotonic()
             record.detail = str(message.get("error") or message.get("reason") or "")
             if record.goodbye == protocol.SIGNALLED and not self.stopped:
                 record.quiet = True
@@ -64,8 +70,15 @@ class Generation:
         self.records[rank].connected = True
 
     def wants_stop(self):
-        return not self.stopped and any(
-            r.quiet or r.goodbye == protocol.RESTART for r in self.records)
+        """A rank went quiet, or asked for a restart that the others are not all making by
+        themselves (in time)."""
+        if self.stopped:
+            return False
+        restarts = [r for r in self.records if r.goodbye == protocol.RESTART]
+        late = self.restart_asked_at is not None \
+            and time.monotonic() - self.restart_asked_at > RESTART_GRACE_SECONDS
+        return any(r.quiet for r in self.records) or late \
+            or any(not r.together for r in restarts)
 
     def stop(self):
         self.stopped = True

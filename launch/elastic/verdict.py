@@ -25,6 +25,7 @@ class RankRecord:
     said_at: int = 0             # order of its goodbye among the generation's goodbyes
     quiet: bool = False          # ended with no goodbye, or by a signal, before any stop
     open_at_end: bool = False    # lifeline still open after the launcher exited
+    together: bool = False       # its restart is one all ranks ask for and leave by themselves
 
 
 @dataclasses.dataclass(frozen=True)

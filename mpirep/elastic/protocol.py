@@ -19,7 +19,8 @@ STORE_DIR = "MPIREP_ELASTIC_STORE_DIR"    # where each host keeps its copies (de
 HELLO = "hello"          # first message: token, generation, rank, size, host, pid
 EXIT = "exit"            # the process is ending on its own (end of script or sys.exit)
 ERROR = "error"          # an uncaught exception: a bug, never retried
-RESTART = "restart"      # asks for a new generation (hosts changed, or a collective lost a rank)
+RESTART = "restart"      # asks for a new generation; "together": every rank asks at once
+                         # (hosts changed) and leaves by itself
 STOPPED = "stopped"      # obeys the driver's stop
 SIGNALLED = "signal"     # terminated by a signal, usually the launcher tearing the job down
 

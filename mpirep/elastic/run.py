@@ -80,9 +80,11 @@ def _resume_from_newest_commit(state):
 def _leave_for_next_generation(reset):
     """Tells the driver, shuts mpirep down with every other rank and ends the process; the
     next generation resumes from the last commit."""
-    lifeline.current().goodbye(protocol.RESTART, reason=type(reset).__name__)
-    if isinstance(reset, HostsChangedInterrupt):
-        # Every rank raised it at the same commit, so all can shut down together.
+    # Every rank raised HostsChangedInterrupt at the same commit, so all can shut down together;
+    # a lost rank is another matter: the driver stops the others.
+    together = isinstance(reset, HostsChangedInterrupt)
+    lifeline.current().goodbye(protocol.RESTART, reason=type(reset).__name__, together=together)
+    if together:
         mpirep.shutdown()
     sys.stdout.flush()
     sys.exit(0)
