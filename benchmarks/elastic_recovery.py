@@ -129,7 +129,8 @@ def one_recovery(ssh_config, subnet, steps):
         "started": job.of("start", gen=1, rank=0)[0]["time"] - killed,
         "resumed": resumed["time"] - killed,
         "stepped": first_step["time"] - killed,
-        "redone": done - (resumed["epoch"] * steps + resumed["batch"]),
+        # The step whose report the kill cut off was committed too: then none is redone.
+        "redone": max(0, done - (resumed["epoch"] * steps + resumed["batch"])),
     }
 
 
