@@ -13,8 +13,7 @@ class DiscoveryThread:
         self._lock = threading.Lock()
         self._latest = None
         self._stop = threading.Event()
-        self.first = discovery.discover()   # a broken script fails the job at once
-        self._publish(self.first)
+        self._publish(discovery.discover())   # a broken script fails the job at once
         threading.Thread(target=self._loop, name="mpirep-host-discovery", daemon=True).start()
 
     def _publish(self, hosts):

@@ -41,9 +41,9 @@ class ElasticDriver:
         self._finishers = []        # threads ending launchers of stopped generations
 
     def run(self):
+        discoveries = DiscoveryThread(self.discovery, self.say, self.discovery_interval)
         self.received, restore_signals = runner.trap_stop_signals()
         server = LifelineServer()
-        discoveries = DiscoveryThread(self.discovery, self.say, self.discovery_interval)
         run_dir = tempfile.mkdtemp(prefix="mpirep-elastic-")
         used = set()
         try:
