@@ -16,6 +16,10 @@ from mpirep.elastic import (  # noqa: F401  (the framework-free part of the inte
 )
 from mpirep.tensorflow.functions import broadcast_variables
 
+__all__ = ["HorovodInternalError", "HostsChangedInterrupt", "HostsUpdatedInterrupt",
+           "ObjectState", "RanksLostError", "State", "TensorFlowKerasState", "TensorFlowState",
+           "run"]
+
 # What the core broadcasts natively; other variables (e.g. uint32 random-generator states)
 # travel as their bytes.
 _NATIVE = frozenset([tf.uint8, tf.int8, tf.uint16, tf.int16, tf.int32, tf.int64, tf.float16,

@@ -4,17 +4,8 @@ of a model and its optimizer, and the callbacks that commit it and keep its coun
 import tensorflow as tf
 
 from mpirep.elastic.run import EpochRealigned
-from mpirep.tensorflow.elastic import (  # noqa: F401  (the shared part of the interface)
-    HorovodInternalError,
-    HostsChangedInterrupt,
-    HostsUpdatedInterrupt,
-    ObjectState,
-    RanksLostError,
-    State,
-    TensorFlowKerasState,
-    TensorFlowState,
-    run,
-)
+from mpirep.tensorflow.elastic import *  # noqa: F401,F403  (the shared part of the interface)
+from mpirep.tensorflow.elastic import TensorFlowKerasState
 
 _Callback = tf.keras.callbacks.Callback
 
