@@ -15,7 +15,6 @@ h2, one rank each, committing after every batch; every rank of h2 is SIGKILLed i
 of epoch 1.  Times are from the kill, medians over --runs jobs.
 """
 import argparse
-import os
 import pathlib
 import pickle
 import statistics

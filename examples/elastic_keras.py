@@ -2,7 +2,7 @@
 on from the last commit (docs/elastic.md).  A Horovod elastic script with its import changed.
 
     mpirep-run -np 4 --min-np 2 -H node1:2,node2:2 python examples/elastic_keras.py
-    mpirep-run --min-np 2 --host-discovery-script ./discover_hosts.sh python examples/elastic_keras.py
+    mpirep-run --min-np 2 --host-discovery-script ./discover.sh python examples/elastic_keras.py
     salloc -N 2 --ntasks-per-node=2 --no-kill mpirep-run --min-np 2 python examples/elastic_keras.py
 
 The data is keras_mnist.py's generated MNIST-like set.  Each generation of ranks takes its

@@ -12,7 +12,6 @@ and h2, sbatch on the 2-node Slurm cluster, and mpirun on this machine.
 import glob
 import os
 import re
-import time
 
 import numpy as np
 import pytest

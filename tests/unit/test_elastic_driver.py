@@ -2,7 +2,6 @@
 hosts (failures, cooldown, order, --max-np), the verdict on a generation, the driver's
 decisions (restart, reset limit, elastic timeout) and a generation watched over real lifeline
 sockets with a stand-in launcher."""
-import argparse
 import pathlib
 import socket
 import sys
