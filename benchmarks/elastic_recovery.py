@@ -15,6 +15,7 @@ h2, one rank each, committing after every batch; every rank of h2 is SIGKILLed i
 of epoch 1.  Times are from the kill, medians over --runs jobs.
 """
 import argparse
+import os
 import pathlib
 import pickle
 import statistics
@@ -133,6 +134,15 @@ def one_recovery(ssh_config, subnet, steps):
     }
 
 
+def tensorflow_import_seconds():
+    """How long a new Python process takes to import TensorFlow here, now: the baseline the
+    restart times are read against."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import tensorflow"], check=True,
+                   capture_output=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return time.perf_counter() - start
+
+
 def recovery(runs, steps):
     ssh_config, subnet, were_up = harness_settings()
     if not {"h1", "h2"} <= set(were_up):
@@ -140,19 +150,25 @@ def recovery(runs, steps):
         if up.returncode != 0:
             sys.exit(f"cannot start the emulated hosts (root needed):\n{up.stdout}{up.stderr}")
     try:
-        results = [one_recovery(ssh_config, subnet, steps) for _ in range(runs)]
+        results, imports = [], []
+        for _ in range(runs):   # alternating, so that load changes hit both alike
+            results.append(one_recovery(ssh_config, subnet, steps))
+            imports.append(tensorflow_import_seconds())
     finally:
         if not were_up:   # leave hosts someone else started
             subprocess.run([str(CLUSTER / "hosts-down")], capture_output=True)
     median = {key: statistics.median(r[key] for r in results) for key in results[0]}
+    baseline = statistics.median(imports)
     table(f"Losing one of 2 hosts (1 rank each), seconds after the SIGKILL (median of {runs})", [
         ("event", "s"),
+        ("(baseline: a new Python process imports TensorFlow)", f"{baseline:.2f}"),
         ("the driver has noticed and stopped the generation", f"{median['noticed']:.2f}"),
         ("the next generation is launched", f"{median['relaunched']:.2f}"),
         ("its rank has started (Python, TensorFlow, mpirep.init)", f"{median['started']:.2f}"),
         ("it has restored the last commit (model built, state synced)",
          f"{median['resumed']:.2f}"),
         ("training has resumed: its first step is done", f"{median['stepped']:.2f}"),
+        ("  the same, over the baseline", f"{median['stepped'] / baseline:.2f}"),
         ("steps done twice (a commit after every step)",
          " ".join(str(r["redone"]) for r in results)),
     ])
