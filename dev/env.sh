@@ -23,3 +23,8 @@ fi
 mpirun_local_args() {
   if mpirun --version 2>&1 | grep -q "Open MPI"; then echo --oversubscribe; fi
 }
+
+# The oldest TensorFlow mpirep supports, and the second venv, made by dev/setup-tf-oldest, in
+# which dev/test runs the TensorFlow suites again.
+OLDEST_TF=2.12
+OLDEST_TF_VENV=$ROOT/.venv-tf$OLDEST_TF
