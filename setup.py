@@ -36,7 +36,8 @@ setup(
     # The launcher lives at the top of the checkout and is installed inside the package.
     # mpirep._native_src carries the sources the TensorFlow op library is compiled from on first
     # use (mpirep/tensorflow/_native_build.py); a source tree uses native/ directly.
-    packages=find_packages(include=["mpirep", "mpirep.*"]) + ["mpirep.launch", "mpirep._native_src"],
+    packages=find_packages(include=["mpirep", "mpirep.*"])
+    + ["mpirep.launch", "mpirep.launch.elastic", "mpirep._native_src"],
     package_dir={"mpirep.launch": "launch", "mpirep._native_src": "native"},
     package_data={"mpirep.launch": ["slurm/*.sbatch"],
                   "mpirep._native_src": ["*.h", "tensorflow/*.cc", "tensorflow/*.h"]},

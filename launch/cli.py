@@ -4,7 +4,7 @@ import shutil
 import sys
 from importlib import metadata
 
-from . import check_build, options, preflight, resolve, runner, srun_argv
+from . import check_build, elastic, options, preflight, resolve, runner, srun_argv
 from .errors import LaunchError
 
 
@@ -32,6 +32,8 @@ def _check_ssh(job, launcher, environ, args):
 
 
 def launch(args, environ):
+    if elastic.requested(args):
+        return elastic.launch(args, environ, _say)
     hosts = resolve.read_hosts(args)
     launcher = resolve.choose_launcher(args.launcher, hosts, environ)
     job = resolve.build_job(args, launcher, hosts, environ)

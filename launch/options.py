@@ -20,6 +20,13 @@ def _positive_int(text):
     return value
 
 
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
+    return value
+
+
 def _non_negative(text):
     value = float(text)
     if value < 0:
@@ -82,6 +89,35 @@ def build_parser():
     ssh.add_argument("--start-timeout", type=_non_negative,
                      help="seconds every remote host has to answer ssh before the job starts "
                           "(default: MPIREP_START_TIMEOUT or HOROVOD_START_TIMEOUT, else 30)")
+
+    elastic = p.add_argument_group(
+        "elastic training: hosts may fail or be added (horovodrun's flags; docs/elastic.md)")
+    elastic.add_argument("--min-np", "--min-num-proc", dest="min_np", type=_positive_int,
+                         help="fewest ranks training goes on with (default: -np); elastic mode")
+    elastic.add_argument("--max-np", "--max-num-proc", dest="max_np", type=_positive_int,
+                         help="most ranks to run (default: every slot there is); elastic mode")
+    elastic.add_argument("--host-discovery-script", metavar="SCRIPT",
+                         help="prints the usable hosts, one `host` or `host:slots` a line; run "
+                              "every second; elastic mode (default in a Slurm allocation: its "
+                              "nodes that are up; else -H/--hostfile)")
+    elastic.add_argument("--slots-per-host", dest="slots_per_host", type=_positive_int,
+                         help="slots of a discovered host that names none (default: 1, or the "
+                              "Slurm allocation's tasks per node)")
+    elastic.add_argument("--elastic-timeout", type=_non_negative,
+                         help="seconds to wait for enough slots before failing (default: "
+                              "MPIREP_ELASTIC_TIMEOUT or HOROVOD_ELASTIC_TIMEOUT, else 600)")
+    elastic.add_argument("--reset-limit", type=_non_negative_int,
+                         help="resets (hosts lost or added) allowed before the job fails "
+                              "(default: no limit)")
+    elastic.add_argument("--blacklist-cooldown-range", type=_positive_int, nargs=2,
+                         metavar=("MIN", "MAX"),
+                         help="a failed host may come back after MIN seconds, doubling with "
+                              "every failure up to MAX (default: never)")
+    elastic.add_argument("--elastic-shared-dir", metavar="DIR",
+                         help="also keep each commit in DIR, which every host must see")
+    elastic.add_argument("--elastic-store-dir", metavar="DIR", default="/dev/shm",
+                         help="each host's own directory for its copy of commits "
+                              "(default: /dev/shm)")
 
     tuning = p.add_argument_group("mpirep tuning (passed to ranks as MPIREP_* variables)")
     tuning.add_argument("--fusion-threshold-mb", type=_non_negative,

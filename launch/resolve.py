@@ -38,7 +38,7 @@ def start_timeout(args, environ):
     return DEFAULT_START_TIMEOUT
 
 
-def _ssh_args(args):
+def ssh_args(args):
     ssh = []
     if args.ssh_port:
         ssh += ["-p", str(args.ssh_port)]
@@ -88,7 +88,7 @@ def build_job(args, launcher, hosts, environ):
         binding_args=shlex.split(args.binding_args) if args.binding_args is not None else None,
         network_interfaces=interfaces,
         tcp_only=args.tcp_only,
-        ssh_args=_ssh_args(args),
+        ssh_args=ssh_args(args),
         output_dir=args.output_filename,
         running_as_root=hasattr(os, "geteuid") and os.geteuid() == 0,
         srun_mpi=args.srun_mpi,

@@ -74,23 +74,49 @@ def exit_status(returncode):
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run(plan, environ, grace_seconds=GRACE_SECONDS):
-    env = {**environ, **plan.env}
+def start(plan, environ):
+    """Starts the plan's command in a session of its own, dying with this process."""
     preexec = _die_with_parent if sys.platform.startswith("linux") else None
+    try:
+        return subprocess.Popen(plan.argv, env={**environ, **plan.env}, start_new_session=True,
+                                preexec_fn=preexec)
+    except OSError as err:
+        raise LaunchError(f"cannot start {plan.argv[0]}: {err}") from err
+
+
+def end(child):
+    """Ends what is left of a started plan: whatever is still in its session once its
+    launcher is gone is a straggler."""
+    _kill_session(child.pid)
+
+
+def terminate(child):
+    """Asks the launcher to end its job (it passes the TERM on to its ranks)."""
+    _signal_group(child.pid, signal.SIGTERM)
+
+
+def trap_stop_signals():
+    """Records Ctrl-C, TERM and HUP in the returned list instead of dying of them; call the
+    returned function to put the previous handlers back."""
     received = []
     previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
                 for sig in STOP_SIGNALS}
-    try:
-        try:
-            child = subprocess.Popen(plan.argv, env=env, start_new_session=True, preexec_fn=preexec)
-        except OSError as err:
-            raise LaunchError(f"cannot start {plan.argv[0]}: {err}") from err
-        returncode = _supervise(child, received, grace_seconds)
-    finally:
+
+    def restore():
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    # Whatever is still in the job's session once its launcher is gone is a straggler.
-    _kill_session(child.pid)
+
+    return received, restore
+
+
+def run(plan, environ, grace_seconds=GRACE_SECONDS):
+    received, restore_signals = trap_stop_signals()
+    try:
+        child = start(plan, environ)
+        returncode = _supervise(child, received, grace_seconds)
+    finally:
+        restore_signals()
+    end(child)
     if received:
         return 128 + received[0]
     return exit_status(returncode)
@@ -104,7 +130,7 @@ def _supervise(child, received, grace_seconds):
         except subprocess.TimeoutExpired:
             pass
         if received and kill_at is None:
-            _signal_group(child.pid, signal.SIGTERM)
+            terminate(child)
             kill_at = time.monotonic() + grace_seconds
         if kill_at is not None and (len(received) > 1 or time.monotonic() >= kill_at):
             _kill_session(child.pid)

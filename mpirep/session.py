@@ -46,6 +46,10 @@ def init(comm=None, **settings):
         atexit.register(shutdown)  # runs before mpi4py finalises MPI
         sys.excepthook = _shutdown_on_uncaught(sys.excepthook)
         _exit_hook_registered = True
+    # Elastic jobs (docs/elastic.md): each rank keeps a connection to mpirep-run's driver.
+    from mpirep.elastic.lifeline import start_if_launched
+
+    start_if_launched(_topology["rank"], _topology["size"])
 
 
 def shutdown(reason=""):

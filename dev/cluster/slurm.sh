@@ -11,13 +11,15 @@ slurm_layout() {
   case $1 in
     local)
       DIR=$LOCAL_SLURM_DIR CLUSTER=mpclocal CPUS=${MPIREP_SLURM_CPUS:-8}
-      CTLD_PORT=${MPIREP_SLURM_PORT:-17817} SRUN_PORTS=37000-37499
+      CTLD_PORT=${MPIREP_SLURM_PORT:-17817}
+      SRUN_PORTS=${MPIREP_SLURM_SRUN_PORTS:-37000-37499}
       # slurmctld insists on being started on the host named by SlurmctldHost
       CTLD_HOST=$(hostname -s) CTLD_ADDR=127.0.0.1
       NODES="localhost:127.0.0.1:$CTLD_HOST" ;;
     hosts)
       DIR=$HOSTS_SLURM_DIR CLUSTER=mpchosts CPUS=${MPIREP_SLURM_HOSTS_CPUS:-4}
-      CTLD_PORT=${MPIREP_SLURM_HOSTS_PORT:-17827} SRUN_PORTS=37500-37999
+      CTLD_PORT=${MPIREP_SLURM_HOSTS_PORT:-17827}
+      SRUN_PORTS=${MPIREP_SLURM_HOSTS_SRUN_PORTS:-37500-37999}
       CTLD_HOST=h1 CTLD_ADDR=$(host_addr h1)
       NODES=""
       local h

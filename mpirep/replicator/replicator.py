@@ -166,6 +166,21 @@ class Replicator:
         """Every replica's result, concatenated along ``axis`` in replica order."""
         return self.all_gather(value, axis)
 
+    # Elastic training (docs/elastic.md)
+
+    def elastic_state(self, *trackables, **attributes):
+        """A state that elastic training commits, restores and syncs: the variables of
+        ``trackables`` (models, optimizers, tf.Modules; optimizers are built first, so that
+        their slots are kept too) and the ``attributes`` (``step=0``).  Run the training
+        function under ``mpirep.elastic.run`` and call ``state.commit()`` as it goes."""
+        from mpirep.tensorflow.elastic import TensorFlowState, build_optimizer, tracked_variables
+
+        optimizers = [t for t in trackables if hasattr(t, "apply_gradients")]
+        trainable = [v for t in trackables if t not in optimizers for v in t.trainable_variables]
+        for optimizer in optimizers:
+            build_optimizer(optimizer, trainable)
+        return TensorFlowState(tracked_variables(trackables), **attributes)
+
     # Checkpoints and the end
 
     def save(self, checkpoint, file_prefix):

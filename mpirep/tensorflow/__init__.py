@@ -58,6 +58,10 @@ _REDUCE_OP_NAMES = ("Average", "Sum", "Min", "Max", "Product")
 
 
 def __getattr__(name):
+    if name == "elastic":   # hvd.elastic: imported on first use (docs/elastic.md)
+        import importlib
+
+        return importlib.import_module("mpirep.tensorflow.elastic")
     if name == "SyncBatchNormalization":  # made on first use: it subclasses tf.keras's layer
         from mpirep.tensorflow.sync_batch_norm import sync_batch_normalization_class
 

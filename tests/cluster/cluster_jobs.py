@@ -108,14 +108,22 @@ def check_ranks(text, size, hosts=None):
     return lines
 
 
+def job_state(jobid, env):
+    """(state, `scontrol show job` line) of a Slurm job; the state is None while it runs."""
+    info = run(["scontrol", "show", "job", "-o", jobid], env, timeout=30, check=False).stdout
+    state = re.search(r"\bJobState=(\S+)", info)
+    if state and state.group(1) not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+        return state.group(1), info
+    return None, info
+
+
 def wait_job(jobid, env, timeout=120):
     """Poll the Slurm job until it ends (sbatch --wait only looks every ~10 s)."""
     give_up_at = time.monotonic() + timeout
     while time.monotonic() < give_up_at:
-        info = run(["scontrol", "show", "job", "-o", jobid], env, timeout=30, check=False).stdout
-        state = re.search(r"\bJobState=(\S+)", info)
-        if state and state.group(1) not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
-            return state.group(1), info
+        state, info = job_state(jobid, env)
+        if state:
+            return state, info
         time.sleep(0.2)
     run(["scancel", jobid], env, timeout=30, check=False)
     raise AssertionError(f"Slurm job {jobid} not finished after {timeout}s")

@@ -71,6 +71,10 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
 
 
 def __getattr__(name):
+    if name == "elastic":   # hvd.elastic: imported on first use (docs/elastic.md)
+        import importlib
+
+        return importlib.import_module("mpirep.tensorflow.keras.elastic")
     if name == "SyncBatchNormalization":
         from mpirep.tensorflow.sync_batch_norm import sync_batch_normalization_class
 
