@@ -69,7 +69,13 @@ class GradientAccumulator:
 
 
 def _done(result):
-    """True, once whatever ``result`` holds has run (a graph would otherwise prune it)."""
-    ops = [r for r in tf.nest.flatten(result) if isinstance(r, (tf.Tensor, tf.Operation))]
+    """True, once whatever ``result`` holds has run (a graph would otherwise prune it). An
+    assignment to a variable may come back as the variable; its ``op`` is the assignment."""
+    ops = []
+    for item in tf.nest.flatten(result):
+        if not isinstance(item, (tf.Tensor, tf.Operation)):
+            item = getattr(item, "op", None)
+        if isinstance(item, (tf.Tensor, tf.Operation)):
+            ops.append(item)
     with tf.control_dependencies(ops):
         return tf.constant(True)

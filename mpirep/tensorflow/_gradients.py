@@ -35,13 +35,13 @@ class GradientReducer:
         self.process_set = process_set
         self.scale_local_gradients = scale_local_gradients
 
-    def __call__(self, grads, variables=None, local_sources=frozenset()):
-        """``local_sources``: the .ref() of each variable whose gradient stays local."""
+    def __call__(self, grads, variables=None, local_sources=None):
+        """``local_sources``: a VariableSet of the variables whose gradients stay local."""
         grads = list(grads)
         if self.sparse_as_dense:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in grads]
-        local = ({i for i, v in enumerate(variables) if v.ref() in local_sources}
+        local = ({i for i, v in enumerate(variables) if v in local_sources}
                  if local_sources else set())
         reduced = list(grads)
         if self.process_set.included():
@@ -86,3 +86,22 @@ def _divided(grad, divisor):
     if isinstance(grad, tf.IndexedSlices):
         return tf.IndexedSlices(grad.values / divisor, grad.indices, grad.dense_shape)
     return grad / divisor
+
+
+class VariableSet:
+    """Variables (or tensors) by identity. Keras 3's variables are neither hashable nor have
+    tf.Variable's ref(); the set keeps the objects, so an id is never reused meanwhile."""
+
+    def __init__(self, variables=()):
+        self._by_id = {}
+        for variable in variables:
+            self.add(variable)
+
+    def add(self, variable):
+        self._by_id[id(variable)] = variable
+
+    def __contains__(self, variable):
+        return self._by_id.get(id(variable)) is variable
+
+    def __len__(self):
+        return len(self._by_id)

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from mpirep.tensorflow._gradients import GradientReducer
+from mpirep.tensorflow._gradients import GradientReducer, VariableSet
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import global_process_set
 
@@ -21,7 +21,7 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     tape = _DistributedTape.__new__(_DistributedTape)
     tape.__dict__.update(gradtape.__dict__)
     tape._mpirep_reducer = reducer
-    tape._mpirep_local_sources = set()
+    tape._mpirep_local_sources = VariableSet()
     return tape
 
 
@@ -56,7 +56,7 @@ def local_layer_variables(local_layers):
 class _DistributedTape(tf.GradientTape):
     def register_local_source(self, source):
         """Keeps ``source``'s gradient local: it is not reduced over ranks."""
-        self._mpirep_local_sources.add(source.ref())
+        self._mpirep_local_sources.add(source)
 
     @tf.autograph.experimental.do_not_convert
     def gradient(self, target, sources, output_gradients=None,
@@ -74,6 +74,6 @@ class _DistributedTape(tf.GradientTape):
         others'."""
         grads = self.gradient(target, sources, output_gradients)
         pairs = list(zip(tf.nest.flatten(sources), tf.nest.flatten(grads)))
-        local = [(s, g) for s, g in pairs if s.ref() in self._mpirep_local_sources]
-        shared = [(s, g) for s, g in pairs if s.ref() not in self._mpirep_local_sources]
+        local = [(s, g) for s, g in pairs if s in self._mpirep_local_sources]
+        shared = [(s, g) for s, g in pairs if s not in self._mpirep_local_sources]
         return local, shared

@@ -14,7 +14,7 @@ Horovod's does.
 import tensorflow as tf
 
 from mpirep.tensorflow._accumulation import GradientAccumulator
-from mpirep.tensorflow._gradients import GradientReducer
+from mpirep.tensorflow._gradients import GradientReducer, VariableSet
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.gradient_tape import local_layer_variables
 from mpirep.tensorflow.process_sets import global_process_set
@@ -83,7 +83,7 @@ class _State:
     def __init__(self, reducer, accumulator):
         self.reducer = reducer
         self.accumulator = accumulator
-        self.local_vars = set()  # .ref() of the variables whose gradients stay local
+        self.local_vars = VariableSet()  # the variables whose gradients stay local
         self.reduced = None  # the gradients compute_gradients returned last
 
 
@@ -99,7 +99,7 @@ class _Distributed:
 
     def register_local_var(self, var):
         """Keeps ``var``'s gradient local: it is not reduced over ranks."""
-        self._mpirep.local_vars.add(var.ref())
+        self._mpirep.local_vars.add(var)
 
     def _mpirep_reduce(self, grads, variables):
         state = self._mpirep

@@ -53,6 +53,12 @@ def test_training(keras):
     assert_passed(*mpirun(2, JOBS / "training_job.py", env=env, timeout_s=300), 2)
 
 
+@pytest.mark.parametrize("ranks,keras", [(2, "keras3"), (3, "tf_keras")])
+def test_local_variables_accumulation_and_tf1_optimizers(ranks, keras):
+    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
+    assert_passed(*mpirun(ranks, JOBS / "local_variables_job.py", env=env), ranks)
+
+
 @pytest.mark.parametrize("script", ["keras_mnist.py", "tf2_custom_loop.py",
                                     "horovod_port/tensorflow2_keras_mnist.py"])
 def test_example_at_two_ranks(script):

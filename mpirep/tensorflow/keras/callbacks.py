@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep
+from mpirep.tensorflow._gradients import VariableSet
 from mpirep.tensorflow.functions import broadcast_variables
 from mpirep.tensorflow.mpi_ops import join
 
@@ -23,8 +24,8 @@ def _broadcast_model_state(model, root_rank, local_variables=()):
     variables = list(model.variables)
     if getattr(model, "optimizer", None) is not None:
         variables += _optimizer_variables(model.optimizer)
-    kept = {v.ref() for v in local_variables}
-    broadcast_variables([v for v in variables if v.ref() not in kept], root_rank)
+    kept = VariableSet(local_variables)
+    broadcast_variables([v for v in variables if v not in kept], root_rank)
 
 
 class BroadcastGlobalVariablesCallback(_Callback):
