@@ -23,6 +23,8 @@ class GradientReducer:
         self.op = mpi_ops._resolve_op(op, None)
         if gradient_predivide_factor != 1.0 and self.op != mpirep.Average:
             raise ValueError("gradient_predivide_factor needs op=Average")
+        if isinstance(groups, int):  # Horovod's groups may be a number of groups
+            num_groups, groups = groups, None
         if num_groups and groups is not None:
             raise ValueError("pass either num_groups or groups, not both")
         self.compression = compression

@@ -226,30 +226,43 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
 
 # allgather
 
-def _allgather_group(target, tensors, names, process_set):
+def _allgather_group(target, tensors, names, process_set, gradient_op):
     @_differentiable
     def forward(*xs):
         outputs = target.run_group("allgather", list(xs), names)
 
         def grad(*dys):
-            # Horovod's convention: the gradient arriving at every rank's copy of the output is
-            # averaged over the set, and each rank takes its own rows.
-            averaged = grouped_allreduce(list(dys), op=mpirep.Average, process_set=process_set)
+            # Every rank's copy of the output brings a gradient: reduced over the set by
+            # gradient_op, of which each rank takes its own rows.
+            reduced = grouped_allreduce(list(dys), op=gradient_op, process_set=process_set)
             starts = _first_dim_offsets(target, xs, process_set)
-            return [_own_rows(g, x, starts[i]) for i, (g, x) in enumerate(zip(averaged, xs))]
+            return [_own_rows(g, x, starts[i]) for i, (g, x) in enumerate(zip(reduced, xs))]
 
         return outputs, grad
 
     return list(forward(*tensors))
 
 
+def _allgather(tensor, name, ignore_name_scope, process_set, gradient_op):
+    target = _prepare(process_set)
+    name = tensor_name("allgather", name, ignore_name_scope, target.set_id)
+    return _allgather_group(target, [tf.convert_to_tensor(tensor)], [name], process_set,
+                            gradient_op)[0]
+
+
 @_not_autograph
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenates every rank's tensor along the first dimension, in rank order; the first
-    dimension may differ between ranks."""
-    target = _prepare(process_set)
-    name = tensor_name("allgather", name, ignore_name_scope, target.set_id)
-    return _allgather_group(target, [tf.convert_to_tensor(tensor)], [name], process_set)[0]
+    dimension may differ between ranks. The gradient is Horovod's: the incoming gradients
+    averaged over the set."""
+    return _allgather(tensor, name, ignore_name_scope, process_set, mpirep.Average)
+
+
+@_not_autograph
+def allgather_with_summed_gradient(tensor, name=None, process_set=global_process_set):
+    """allgather whose gradient sums the incoming gradients over the set: the gradient of the
+    sum of every rank's loss, the convention of the Replicator and of SyncBatchNormalization."""
+    return _allgather(tensor, name, False, process_set, mpirep.Sum)
 
 
 @_not_autograph
@@ -261,15 +274,12 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
     if not tensors:
         return []
     names = _group_names("grouped_allgather", name, ignore_name_scope, target, len(tensors))
-    return _allgather_group(target, tensors, names, process_set)
+    return _allgather_group(target, tensors, names, process_set, mpirep.Average)
 
 
 # broadcast
 
-@_not_autograph
-def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
-              process_set=global_process_set):
-    """Every rank gets the tensor of global rank ``root_rank`` (a member of the set)."""
+def _broadcast(tensor, root_rank, name, ignore_name_scope, process_set, gradient_op):
     target = _prepare(process_set)
     root = target.root(root_rank)
     tensor = tf.convert_to_tensor(tensor)
@@ -280,14 +290,31 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
         output, _ = target.run("broadcast", x, name, root_rank=root)
 
         def grad(dy):
-            averaged = allreduce(dy, op=mpirep.Average, process_set=process_set)
+            reduced = allreduce(dy, op=gradient_op, process_set=process_set)
             if target.rank == root:
-                return averaged
-            return _after(averaged, lambda: tf.zeros_like(dy))
+                return reduced
+            return _after(reduced, lambda: tf.zeros_like(dy))
 
         return output, grad
 
     return forward(tensor)
+
+
+@_not_autograph
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
+              process_set=global_process_set):
+    """Every rank gets the tensor of global rank ``root_rank`` (a member of the set). The
+    gradient is Horovod's: at the root the incoming gradients averaged over the set, zeros
+    elsewhere."""
+    return _broadcast(tensor, root_rank, name, ignore_name_scope, process_set, mpirep.Average)
+
+
+@_not_autograph
+def broadcast_with_summed_gradient(tensor, root_rank, name=None,
+                                   process_set=global_process_set):
+    """broadcast whose gradient at the root sums the incoming gradients over the set (the
+    Replicator's convention)."""
+    return _broadcast(tensor, root_rank, name, False, process_set, mpirep.Sum)
 
 
 # reducescatter

@@ -44,19 +44,18 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     return attach(wrapper_class(type(optimizer)).from_config(config), **options)
 
 
-def PartialDistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="",
-                                device_sparse="", compression=Compression.none,
-                                sparse_as_dense=False, backward_passes_per_step=1, op=None,
-                                gradient_predivide_factor=1.0,
-                                average_aggregated_gradients=False, groups=None,
-                                process_set=global_process_set, local_layers=None,
+def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
+                                compression=Compression.none, sparse_as_dense=False,
+                                gradient_predivide_factor=1.0, op=None,
+                                backward_passes_per_step=1, average_aggregated_gradients=False,
+                                groups=None, process_set=global_process_set, local_layers=None,
                                 scale_local_gradients=True):
     """DistributedOptimizer whose ``local_layers`` (a Keras layer or a list of them) keep the
     gradients of their trainable weights local, for model-parallel layers."""
     wrapped = DistributedOptimizer(
-        optimizer, name=name, use_locking=use_locking, compression=compression,
-        sparse_as_dense=sparse_as_dense, backward_passes_per_step=backward_passes_per_step,
-        op=op, gradient_predivide_factor=gradient_predivide_factor,
+        optimizer, name=name, compression=compression, sparse_as_dense=sparse_as_dense,
+        backward_passes_per_step=backward_passes_per_step, op=op,
+        gradient_predivide_factor=gradient_predivide_factor,
         average_aggregated_gradients=average_aggregated_gradients, groups=groups,
         process_set=process_set, scale_local_gradients=scale_local_gradients)
     for variable in local_layer_variables(local_layers):
