@@ -21,7 +21,8 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     and are assigned."""
     variables = list(variables)
     if not tf.executing_eagerly():
-        return tf.group(*_assign_broadcast(variables, root_rank, process_set))
+        return tf.group(*(_assign_broadcast(variables, root_rank, process_set)
+                          if variables else []))
     if variables:
         _eager_broadcast(variables, root_rank, process_set)
     return None

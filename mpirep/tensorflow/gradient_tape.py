@@ -54,6 +54,7 @@ def local_layer_variables(local_layers):
 
 
 class _DistributedTape(tf.GradientTape):
+    @tf.autograph.experimental.do_not_convert
     def register_local_source(self, source):
         """Keeps ``source``'s gradient local: it is not reduced over ranks."""
         self._mpirep_local_sources.add(source)

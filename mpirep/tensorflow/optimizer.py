@@ -96,6 +96,7 @@ class _Distributed:
         counts the passes since the last reduction); None without accumulation."""
         return self._mpirep.accumulator
 
+    @tf.autograph.experimental.do_not_convert
     def register_local_var(self, var):
         """Keeps ``var``'s gradient local: it is not reduced over ranks."""
         self._mpirep.local_vars.add(var)
