@@ -16,7 +16,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-_SOURCE_NAMES = ("tensorflow/mpirep_tf_ops.cc", "c_api.h", "common.h")
+_SOURCE_NAMES = ("tensorflow/mpirep_tf_ops.cc", "tensorflow/tf_compat.h", "c_api.h", "common.h")
 
 
 class BuildError(RuntimeError):

@@ -15,6 +15,7 @@
 
 #include "c_api.h"
 #include "common.h"
+#include "tf_compat.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -51,15 +52,19 @@ bool CoreDataType(tensorflow::DataType dtype, mpirep::DataType* out) {
   }
 }
 
-absl::Status TfStatus(int code, const char* message) {
+Status TfStatus(int code, const char* message) {
   switch (static_cast<mpirep::StatusCode>(code)) {
-    case mpirep::StatusCode::OK: return absl::OkStatus();
-    case mpirep::StatusCode::INVALID_ARGUMENT: return absl::InvalidArgumentError(message);
-    case mpirep::StatusCode::MISMATCH: return absl::FailedPreconditionError(message);
-    case mpirep::StatusCode::SHUT_DOWN: return absl::AbortedError(message);
-    case mpirep::StatusCode::UNSUPPORTED: return absl::UnimplementedError(message);
-    case mpirep::StatusCode::STALLED: return absl::DeadlineExceededError(message);
-    default: return absl::InternalError(message);
+    case mpirep::StatusCode::OK: return OkStatus();
+    case mpirep::StatusCode::INVALID_ARGUMENT:
+      return ErrorStatus(absl::StatusCode::kInvalidArgument, message);
+    case mpirep::StatusCode::MISMATCH:
+      return ErrorStatus(absl::StatusCode::kFailedPrecondition, message);
+    case mpirep::StatusCode::SHUT_DOWN: return ErrorStatus(absl::StatusCode::kAborted, message);
+    case mpirep::StatusCode::UNSUPPORTED:
+      return ErrorStatus(absl::StatusCode::kUnimplemented, message);
+    case mpirep::StatusCode::STALLED:
+      return ErrorStatus(absl::StatusCode::kDeadlineExceeded, message);
+    default: return ErrorStatus(absl::StatusCode::kInternal, message);
   }
 }
 
@@ -175,7 +180,7 @@ void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
 
 void Finish(void* user, int code, const char* message, int nsplits, const int64_t* received) {
   std::unique_ptr<InFlight> op(static_cast<InFlight*>(user));
-  absl::Status status = TfStatus(code, message);
+  Status status = TfStatus(code, message);
   if (status.ok()) {
     Tensor* splits = nullptr;
     const int64_t count = op->returns_splits ? nsplits : 0;
@@ -199,14 +204,15 @@ class CollectiveOp : public AsyncOpKernel {
     OP_REQUIRES_OK(context, context->GetAttr("postscale", &postscale_));
     OP_REQUIRES_OK(context, context->GetAttr("process_set", &process_set_));
     OP_REQUIRES(context, CoreDataType(context->input_type(0), &dtype_),
-                absl::InvalidArgumentError("mpirep does not support this dtype"));
+                ErrorStatus(absl::StatusCode::kInvalidArgument,
+                            "mpirep does not support this dtype"));
   }
 
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
     const mpirep_api* api = g_api.load();
     OP_REQUIRES_ASYNC(context, api != nullptr && api->is_initialized(),
-                      absl::FailedPreconditionError(
-                          "mpirep is not initialised: call mpirep.tensorflow.init() first"),
+                      ErrorStatus(absl::StatusCode::kFailedPrecondition,
+                                  "mpirep is not initialised: call mpirep.tensorflow.init() first"),
                       done);
     auto op = std::make_unique<InFlight>();
     op->context = context;
@@ -256,7 +262,7 @@ class CollectiveOp : public AsyncOpKernel {
   mpirep::DataType dtype_;
 };
 
-absl::Status CollectiveShape(InferenceContext* c) {
+Status CollectiveShape(InferenceContext* c) {
   int collective;
   TF_RETURN_IF_ERROR(c->GetAttr("collective", &collective));
   switch (static_cast<mpirep::Collective>(collective)) {
@@ -273,7 +279,7 @@ absl::Status CollectiveShape(InferenceContext* c) {
     }
   }
   c->set_output(1, c->Vector(c->UnknownDim()));
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace

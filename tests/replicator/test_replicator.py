@@ -9,7 +9,8 @@ import pytest
 pytest.importorskip("tensorflow")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tf"))
-from mpijobs import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
+from mpijobs import (  # noqa: E402
+    REPO, assert_passed, build_op_library, keras_cases, keras_env, mpirun)
 
 JOBS = Path(__file__).resolve().parent / "jobs"
 
@@ -24,11 +25,11 @@ def test_collectives_variables_input_checkpoints(ranks):
     assert_passed(*mpirun(ranks, JOBS / "collectives_job.py", timeout_s=180), ranks)
 
 
-@pytest.mark.parametrize("ranks,keras", [(1, "keras3"), (2, "keras3"), (3, "keras3"),
-                                         (2, "tf_keras")])
+@pytest.mark.parametrize("ranks,keras", keras_cases([(1, "keras3"), (2, "keras3"), (3, "keras3"),
+                                                     (2, "tf_keras")]))
 def test_training_matches_one_process(ranks, keras):
-    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
-    assert_passed(*mpirun(ranks, JOBS / "equivalence_job.py", env=env, timeout_s=180), ranks)
+    assert_passed(*mpirun(ranks, JOBS / "equivalence_job.py", env=keras_env(keras), timeout_s=180),
+                  ranks)
 
 
 @pytest.mark.parametrize("script", ["replicator_classifier.py", "replicator_gan.py",

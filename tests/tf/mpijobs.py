@@ -5,6 +5,7 @@ import re
 import signal
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,3 +51,29 @@ def build_op_library():
     """Builds the TF op library once, before jobs whose ranks would otherwise wait on it."""
     subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
                     "b.library_path()"], cwd=REPO, env=environment(), check=True, timeout=300)
+
+
+def _keras_major():
+    try:
+        return int(metadata.version("keras").split(".")[0])
+    except metadata.PackageNotFoundError:
+        return 0
+
+
+# From TensorFlow 2.16 on tf.keras is Keras 3, or tf_keras under TF_USE_LEGACY_KERAS=1; before,
+# it is the Keras 2 that TensorFlow pins, whatever the variable says.
+KERAS_3 = _keras_major() >= 3
+
+
+def keras_cases(cases):
+    """The (ranks, keras) cases that differ on the installed TensorFlow: where tf.keras is
+    Keras 2, the "keras3" cases run on it as "keras2", and the "tf_keras" ones, which would run
+    the same Keras again, are left out."""
+    if KERAS_3:
+        return cases
+    return [(ranks, "keras2") for ranks, keras in cases if keras == "keras3"]
+
+
+def keras_env(keras):
+    """The environment that makes tf.keras the Keras a case names."""
+    return {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}

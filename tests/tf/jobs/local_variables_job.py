@@ -63,7 +63,8 @@ def partial_tape_and_its_split_of_the_gradients():
     tape = hvd_tf.PartialDistributedGradientTape(tape, local_layers=dense)
     kernel = dense.trainable_weights[0]
     local, shared_pairs = tape.get_local_and_global_gradients(loss, [shared, kernel])
-    assert [v is kernel for v, _ in local] == [True] and [v is shared for v, _ in shared_pairs] == [True]
+    assert [v is kernel for v, _ in local] == [True]
+    assert [v is shared for v, _ in shared_pairs] == [True]
     # d loss / d kernel[i, j] = x[i], on every rank alike: divided by N as a local gradient.
     x_column = np.array([[1.0], [2.0], [3.0]], np.float32)
     np.testing.assert_array_equal(local[0][1].numpy(), np.repeat(x_column, 2, 1) / N)

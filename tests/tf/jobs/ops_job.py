@@ -157,14 +157,13 @@ def grouped_allgather_and_reducescatter_with_gradients():
         gathered, scattered, (ga, gb) = call(mode, fn, tf.constant(a), tf.constant(b))
         np.testing.assert_array_equal(gathered[0].numpy(),
                                       np.concatenate([value(r, (r + 1, 3)) for r in range(N)]))
-        np.testing.assert_array_equal(gathered[1].numpy(),
-                                      np.concatenate([value(r, (rows, 2), np.float64) for r in range(N)]))
-        total = sum(value(r, (rows, 2), np.float64) for r in range(N))
-        np.testing.assert_array_equal(scattered.numpy(), 3.0 * total[2 * R:2 * R + 2])
+        everyone_b = [value(r, (rows, 2), np.float64) for r in range(N)]
+        np.testing.assert_array_equal(gathered[1].numpy(), np.concatenate(everyone_b))
+        np.testing.assert_array_equal(scattered.numpy(), 3.0 * sum(everyone_b)[2 * R:2 * R + 2])
         np.testing.assert_array_equal(ga.numpy(), np.ones((R + 1, 3), np.float32))
         # b: 2 from its allgather (averaged over ranks, still 2), and on rank j's block of rows
         # 3 times N times rank j's weight from the Sum reducescatter of 3b.
-        want = 2.0 + np.repeat([3.0 * N * (j + 2.0) for j in range(N)], 2)[:, None] * np.ones((1, 2))
+        want = 2.0 + np.repeat([[3.0 * N * (j + 2.0)] * 2 for j in range(N)], 2, axis=0)
         np.testing.assert_array_equal(gb.numpy(), want)
 
 
