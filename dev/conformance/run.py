@@ -8,7 +8,8 @@ Horovod are swapped for mpirep's (IMPORTS below; nothing else changes). Each fil
 with tf_keras. Every rank records every report, subtests included (subtest_recorder.py). A test
 passes only when every report of it passed or skipped on every rank and it ran to its end
 everywhere. A test that outlives --test-timeout is recorded as hung, the job ends, and the file
-runs again without the tests already decided.
+runs again without the tests already decided. ``--keep DIR`` keeps the logs and records, and
+``--records DIR`` counts such a run again.
 """
 
 import argparse
@@ -123,6 +124,7 @@ class Verdicts:
                     hung[nodeid] = record["seconds"]
         all_ranks = set(range(self.ranks))
         culprit = None
+        decided_before = len(self.result)
         for nodeid in collected:
             if finished[nodeid] == all_ranks:
                 self.result[nodeid] = self._judge(reports[nodeid])
@@ -136,7 +138,8 @@ class Verdicts:
                 reason = f"the job ended inside it (exit {job_status}): {log_tail}"
                 status = "crashed"
             self.result[culprit] = (status, [reason])
-        elif job_status != 0 and all(n in self.result for n in collected) is False:
+        elif job_status != 0 and len(self.result) == decided_before:
+            # The job ended before its first test: running it again would end the same way.
             for nodeid in collected:
                 self.result.setdefault(nodeid, ("crashed", [f"job exit {job_status}: {log_tail}"]))
         return [n for n in collected if n not in self.result]
@@ -173,8 +176,8 @@ def run_file(label, test_file, env_extra, args, work):
                                                str(work / "parallel"),
                                                os.environ.get("PYTHONPATH", "")]))
         env.update(env_extra)
-        command = ["timeout", "-k", "10", str(args.file_timeout), "mpirun", "--oversubscribe",
-                   "--bind-to", "none", "-np", str(args.np), sys.executable, "-m", "pytest",
+        command = ["timeout", "-k", "10", str(args.file_timeout), "mpirun", *_local_mpirun_args(),
+                   "-np", str(args.np), sys.executable, "-m", "pytest",
                    "-p", "subtest_recorder", "-p", "no:cacheprovider", "-q",
                    "-o", "console_output_style=classic", str(work / "parallel" / test_file)]
         if args.k:
@@ -200,6 +203,15 @@ def run_file(label, test_file, env_extra, args, work):
     for nodeid in verdicts.order:
         verdicts.result.setdefault(nodeid, ("not run", [f"more than {args.max_jobs} jobs"]))
     return verdicts
+
+
+def _local_mpirun_args():
+    """Open MPI needs leave to run more ranks than cores, and not to bind them; MPICH's
+    launcher rejects those flags."""
+    version = subprocess.run(["mpirun", "--version"], capture_output=True, text=True)
+    if "Open MPI" in version.stdout + version.stderr:
+        return ["--oversubscribe", "--bind-to", "none"]
+    return []
 
 
 def short(nodeid):
@@ -267,7 +279,8 @@ def rejudge(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("horovod", type=Path, help="root of a Horovod checkout (v0.28.1)")
+    parser.add_argument("horovod", type=Path, nargs="?",
+                        help="root of a Horovod checkout (v0.28.1)")
     parser.add_argument("--only", help="comma-separated labels: " +
                         ",".join(label for label, _, _ in RUNS + EXTRA_RUNS))
     parser.add_argument("-k", help="pytest -k expression")
@@ -283,6 +296,8 @@ def main():
     if args.records:
         report(rejudge(args))
         return
+    if args.horovod is None:
+        parser.error("give the root of a Horovod checkout")
     missing = [m for m in REQUIRED_MODULES if not _importable(m)]
     if missing:
         raise SystemExit(f"Horovod's test files need {', '.join(missing)}: "
