@@ -35,9 +35,16 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     variables = list(variables)
     if tf.executing_eagerly():
         _eager_broadcast(variables, root_rank, process_set, name)
-        return [v.read_value() for v in variables]
+        return [_read(v) for v in variables]
     with tf.control_dependencies(_assign_broadcast(variables, root_rank, process_set, name)):
-        return [tf.identity(v.read_value()) for v in variables]
+        return [tf.identity(_read(v)) for v in variables]
+
+
+def _read(variable):
+    """A fresh read of ``variable``: read_value() where there is one (a reference variable's
+    cached snapshot would not wait for an assignment); Keras 3's variables convert instead."""
+    read_value = getattr(variable, "read_value", None)
+    return read_value() if read_value is not None else tf.convert_to_tensor(variable)
 
 
 def _eager_broadcast(variables, root_rank, process_set, name=None):
@@ -62,7 +69,7 @@ def _assign_broadcast(variables, root_rank, process_set, name=None):
     target = mpi_ops._prepare(process_set)
     base = tensor_name("broadcast_variables", name, set_id=target.set_id)
     names = [f"{base}.{i}" for i in range(len(variables))]
-    values = target.run_group("broadcast", [v.read_value() for v in variables], names,
+    values = target.run_group("broadcast", [_read(v) for v in variables], names,
                               root_rank=target.root(root_rank))
     return [v.assign(x) for v, x in zip(variables, values)]
 
