@@ -54,10 +54,9 @@ def test_training(ranks, keras):
                   ranks)
 
 
-@pytest.mark.parametrize("ranks,keras", [(2, "keras3"), (3, "tf_keras")])
+@pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (3, "tf_keras")]))
 def test_local_variables_accumulation_and_tf1_optimizers(ranks, keras):
-    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
-    assert_passed(*mpirun(ranks, JOBS / "local_variables_job.py", env=env), ranks)
+    assert_passed(*mpirun(ranks, JOBS / "local_variables_job.py", env=keras_env(keras)), ranks)
 
 
 @pytest.mark.parametrize("script", ["keras_mnist.py", "tf2_custom_loop.py",
