@@ -323,15 +323,32 @@ std::string Coordinator::CancelStalled(Clock::time_point now, Clock::duration af
   std::string error = std::string("collectives waited longer than the stall shutdown time (") + seconds +
                       " s) and were cancelled on every rank:";
   for (const auto& [name, line] : stalled) error += "\n  " + line;
+  std::map<std::string, std::vector<bool>> owed;  // decided before Fail forgets any of them
   for (const auto& [name, line] : stalled) {
     const Pending& p = pending_.at(name);
-    Cancelled& cancelled = cancelled_[name];
-    cancelled.error = error;
-    cancelled.owed.assign(size_, false);
-    for (int r : p.members) cancelled.owed[r] = !p.submitted[r] && !joined_[r] && !shut_down_[r];
+    std::vector<bool>& late = owed[name];
+    late.assign(size_, false);
+    for (int r : p.members) {
+      late[r] = !p.submitted[r] && !joined_[r] && !shut_down_[r] && !WaitsOnSubmitterOf(r, p);
+    }
+  }
+  for (auto& [name, late] : owed) {
+    if (std::any_of(late.begin(), late.end(), [](bool b) { return b; })) {
+      cancelled_[name] = Cancelled{std::move(late), error};
+    }
     Fail(name, StatusCode::STALLED, error);
   }
   return error;
+}
+
+bool Coordinator::WaitsOnSubmitterOf(int rank, const Pending& stalled) const {
+  for (const auto& [name, p] : pending_) {
+    if (!p.submitted[rank]) continue;
+    for (int r : p.members) {
+      if (stalled.submitted[r] && !p.submitted[r]) return true;
+    }
+  }
+  return false;
 }
 
 std::string Coordinator::Describe(const std::string& name, const Pending& p, Clock::time_point now) const {

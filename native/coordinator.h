@@ -41,9 +41,12 @@ class Coordinator {
   std::vector<std::string> StallWarnings(Clock::time_point now, Clock::duration after);
   // Fails, on every rank that submitted it, each tensor that has waited at least `after` for
   // some rank, all with one error that describes them all, and returns that error ("" when
-  // none has waited so long). A rank that submits one of them later gets the same error at
-  // once, and only that rank: its late request must not pair with the others' next tensor
-  // of the same name.
+  // none has waited so long). A rank that was late for one of them, and submits it later,
+  // gets the same error at once, and only that rank: its late request must not pair with
+  // the others' next tensor of the same name. A rank that was instead waiting for one of
+  // the tensor's submitters in another tensor (the ranks had diverged, each waiting for the
+  // other) is not late: its next request of that name is a new one and pairs normally, so
+  // one divergence does not fail every later step.
   std::string CancelStalled(Clock::time_point now, Clock::duration after);
   bool HasPending() const { return !pending_.empty(); }
   bool HasReady() const { return !ready_.empty(); }
@@ -70,6 +73,9 @@ class Coordinator {
   void FailOn(std::vector<int64_t> ranks, const std::string& name, StatusCode code, const std::string& why);
   // A rank's late request for a tensor cancelled by CancelStalled: true if it was failed.
   bool RejectLate(const Request& request);
+  // Whether `rank` waits in a pending tensor that a rank which submitted `stalled` has not
+  // submitted: then each of the two waits for the other.
+  bool WaitsOnSubmitterOf(int rank, const Pending& stalled) const;
   const Request& AnyRequest(const Pending& pending) const;
   void DecideProcessSetChange(const std::string& name, const Request& request, Response* response);
 
@@ -83,7 +89,7 @@ class Coordinator {
   int32_t next_process_set_ = 1;
   std::vector<std::string> departures_;  // per rank: how it left, for error messages
   struct Cancelled {
-    std::vector<bool> owed;  // the ranks that never submitted it
+    std::vector<bool> owed;  // the ranks that were late for it
     std::string error;
   };
   std::unordered_map<std::string, Cancelled> cancelled_;  // stalled tensors still owed by a rank

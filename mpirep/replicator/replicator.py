@@ -6,6 +6,7 @@ import contextlib
 import tensorflow as tf
 
 import mpirep.tensorflow as hvd
+from mpirep.tensorflow import mpi_ops
 from mpirep.replicator import input as _input
 
 _OP_NAMES = {"sum": "Sum", "mean": "Average", "average": "Average", "min": "Min", "max": "Max",
@@ -128,16 +129,18 @@ class Replicator:
 
     def broadcast(self, value, root=0):
         """Replica ``root``'s ``value`` on every replica; the gradient sums at the root."""
-        return tf.nest.map_structure(lambda v: hvd.broadcast(v, root_rank=root), value)
+        return tf.nest.map_structure(
+            lambda v: mpi_ops.broadcast_with_summed_gradient(v, root_rank=root), value)
 
     def all_gather(self, value, axis=0):
         """Every replica's ``value`` concatenated along ``axis``, in replica order."""
         def gather(v):
             v = tf.convert_to_tensor(v)
             if axis == 0:
-                return hvd.allgather(v)
+                return mpi_ops.allgather_with_summed_gradient(v)
             moved = tf.experimental.numpy.moveaxis(v, axis, 0)
-            return tf.experimental.numpy.moveaxis(hvd.allgather(moved), 0, axis)
+            gathered = mpi_ops.allgather_with_summed_gradient(moved)
+            return tf.experimental.numpy.moveaxis(gathered, 0, axis)
 
         return tf.nest.map_structure(gather, value)
 

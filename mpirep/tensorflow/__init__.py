@@ -31,22 +31,38 @@ from mpirep.tensorflow.basics import (
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.functions import (
     allgather_object,
+    broadcast_,
     broadcast_global_variables,
     broadcast_object,
+    broadcast_object_fn,
     broadcast_variables,
 )
-from mpirep.tensorflow.gradient_tape import DistributedGradientTape
+from mpirep.tensorflow.gradient_tape import (
+    DistributedGradientTape,
+    PartialDistributedGradientTape,
+)
 from mpirep.tensorflow.mpi_ops import (
     Adasum,
     allgather,
     allreduce,
     alltoall,
     broadcast,
+    grouped_allgather,
     grouped_allreduce,
+    grouped_reducescatter,
     join,
     reducescatter,
 )
-from mpirep.tensorflow.optimizer import DistributedOptimizer
+from mpirep.tensorflow.optimizer import DistributedOptimizer, PartialDistributedOptimizer
+from mpirep.tensorflow import util  # noqa: F401  (hvd.util._executing_eagerly)
+from mpirep.tensorflow.rank_ops import (
+    local_rank_op,
+    local_size_op,
+    process_set_included_op,
+    rank_op,
+    size_op,
+)
+from mpirep.tensorflow.util import _executing_eagerly  # noqa: F401  (hvd._executing_eagerly)
 from mpirep.tensorflow.process_sets import (
     ProcessSet,
     add_process_set,

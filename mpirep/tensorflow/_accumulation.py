@@ -1,44 +1,81 @@
-"""Local gradient accumulation for backward_passes_per_step: gradients are summed into
-variables every step, and reduced across ranks and applied once every N steps."""
+"""Local gradient accumulation for backward_passes_per_step, as Horovod does it: every backward
+pass adds its gradients to local sums, every N-th pass reduces the sums across ranks, and only
+those passes apply them. The optimizer's step counter advances on every pass."""
 
 import tensorflow as tf
 
 
 class GradientAccumulator:
+    """``counter`` (Horovod's name) holds the passes since the last reduction."""
+
     def __init__(self, steps, average):
         self.steps = steps
         self.average = average
+        self.counter = None
         self._sums = None
-        self._count = None
 
     def _build(self, grads, variables):
         with tf.init_scope():
-            self._count = tf.Variable(0, dtype=tf.int64, trainable=False,
-                                      name="mpirep_accumulated_steps")
+            self.counter = tf.Variable(0, dtype=tf.int32, trainable=False,
+                                       name="mpirep_accumulated_steps")
             self._sums = [None if g is None else
                           tf.Variable(tf.zeros(v.shape, g.dtype), trainable=False,
                                       name="mpirep_accumulated_gradient")
                           for g, v in zip(grads, variables)]
 
-    def step(self, grads, variables, apply):
-        """Adds ``grads`` to the sums; on every N-th step calls ``apply(sums)`` and clears."""
+    def accumulate_and_reduce(self, grads, variables, reduce):
+        """Adds ``grads`` to the sums. On every N-th call returns ``reduce(sums)`` (the sums
+        divided by N when averaging) and clears the sums; on the other calls returns the
+        gradients as they are, which ``apply_when_reduced`` then does not apply."""
         if self._sums is None:
             self._build(grads, variables)
-        for total, grad in zip(self._sums, grads):
-            if total is not None and grad is not None:
-                total.assign_add(tf.convert_to_tensor(grad))
-        count = self._count.assign_add(1)
+        present = [i for i, g in enumerate(grads) if g is not None]
+        added = [self._sums[i].assign_add(tf.convert_to_tensor(grads[i])) for i in present]
+        with tf.control_dependencies(added):
+            count = self.counter.assign_add(1)
 
-        def flush():
+        def reduced():
             scale = 1.0 / self.steps if self.average else 1.0
             summed = [None if t is None else t.read_value() * tf.cast(scale, t.dtype)
                       for t in self._sums]
-            apply(summed)
-            with tf.control_dependencies([s for s in summed if s is not None]):
-                for total in self._sums:
-                    if total is not None:
-                        total.assign(tf.zeros_like(total))
-                self._count.assign(0)
-            return tf.constant(True)
+            outputs = reduce(summed)
+            outputs = [tf.convert_to_tensor(outputs[i]) for i in present]
+            with tf.control_dependencies(outputs):
+                cleared = [self._sums[i].assign(tf.zeros_like(self._sums[i])) for i in present]
+                cleared.append(self.counter.assign(0))
+            with tf.control_dependencies(cleared):
+                return [tf.identity(o) for o in outputs]
 
-        return tf.cond(count >= self.steps, flush, lambda: tf.constant(False))
+        def local():
+            return [tf.convert_to_tensor(grads[i]) for i in present]
+
+        outputs = tf.cond(count >= self.steps, reduced, local) if present else []
+        merged = [None] * len(grads)
+        for i, output in zip(present, outputs):
+            merged[i] = output
+        return merged
+
+    def apply_when_reduced(self, apply, count_skipped_step, after):
+        """Runs ``apply()`` if the last accumulate_and_reduce reduced, else
+        ``count_skipped_step()``; ordered after the tensors ``after``."""
+        def applied():
+            return _done(apply())
+
+        def skipped():
+            return _done(count_skipped_step())
+
+        with tf.control_dependencies([t for t in after if t is not None]):
+            return tf.cond(tf.equal(self.counter, 0), applied, skipped)
+
+
+def _done(result):
+    """True, once whatever ``result`` holds has run (a graph would otherwise prune it). An
+    assignment to a variable may come back as the variable; its ``op`` is the assignment."""
+    ops = []
+    for item in tf.nest.flatten(result):
+        if not isinstance(item, (tf.Tensor, tf.Operation)):
+            item = getattr(item, "op", None)
+        if isinstance(item, (tf.Tensor, tf.Operation)):
+            ops.append(item)
+    with tf.control_dependencies(ops):
+        return tf.constant(True)

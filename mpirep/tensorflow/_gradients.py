@@ -10,14 +10,21 @@ from mpirep.tensorflow.process_sets import global_process_set
 
 class GradientReducer:
     """Reduces a list of gradients (None entries pass through). Dense gradients go as grouped
-    allreduces; tf.IndexedSlices are gathered, or densified first with ``sparse_as_dense``."""
+    allreduces; tf.IndexedSlices are gathered, or densified first with ``sparse_as_dense``.
+
+    As in Horovod, the gradients of local sources (variables a rank keeps to itself, such as a
+    model-parallel layer's) are not reduced but divided by the set's size when
+    ``scale_local_gradients``, and a rank outside the process set gets its gradients back
+    unreduced."""
 
     def __init__(self, compression=Compression.none, sparse_as_dense=False, op=None,
                  gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                 process_set=global_process_set):
+                 process_set=global_process_set, scale_local_gradients=True):
         self.op = mpi_ops._resolve_op(op, None)
         if gradient_predivide_factor != 1.0 and self.op != mpirep.Average:
             raise ValueError("gradient_predivide_factor needs op=Average")
+        if isinstance(groups, int):  # Horovod's groups may be a number of groups
+            num_groups, groups = groups, None
         if num_groups and groups is not None:
             raise ValueError("pass either num_groups or groups, not both")
         self.compression = compression
@@ -28,31 +35,43 @@ class GradientReducer:
         self.num_groups = num_groups
         self.groups = groups
         self.process_set = process_set
+        self.scale_local_gradients = scale_local_gradients
 
-    def __call__(self, grads, variables=None):
+    def __call__(self, grads, variables=None, local_sources=None):
+        """``local_sources``: a VariableSet of the variables whose gradients stay local."""
         grads = list(grads)
         if self.sparse_as_dense:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in grads]
+        local = ({i for i, v in enumerate(variables) if v in local_sources}
+                 if local_sources else set())
         reduced = list(grads)
-        for indices in self._dense_groups(grads, variables):
+        if self.process_set.included():
+            shared = [i for i, g in enumerate(grads) if g is not None and i not in local]
+            self._reduce(grads, variables, shared, reduced)
+        if self.scale_local_gradients:
+            for i in local:
+                if grads[i] is not None:
+                    reduced[i] = _divided(grads[i], self.process_set.size())
+        return reduced
+
+    def _reduce(self, grads, variables, shared, reduced):
+        dense = [i for i in shared if not isinstance(grads[i], tf.IndexedSlices)]
+        for indices in self._dense_groups(dense, variables):
             outputs = mpi_ops.grouped_allreduce(
                 [grads[i] for i in indices], op=self.op, compression=self.compression,
                 prescale_factor=self.prescale, postscale_factor=self.postscale,
                 process_set=self.process_set, name="gradients")
             for i, output in zip(indices, outputs):
                 reduced[i] = output
-        for i, grad in enumerate(grads):
-            if isinstance(grad, tf.IndexedSlices):
-                reduced[i] = mpi_ops.allreduce(
-                    grad, op=self.op, prescale_factor=self.prescale,
-                    postscale_factor=self.postscale, process_set=self.process_set,
-                    name="sparse_gradient")
-        return reduced
+        for i in shared:
+            if isinstance(grads[i], tf.IndexedSlices):
+                # Gathering adds nothing up, so gradient_predivide_factor has nothing to guard.
+                reduced[i] = mpi_ops.allreduce(grads[i], op=self.op,
+                                               process_set=self.process_set,
+                                               name="sparse_gradient")
 
-    def _dense_groups(self, grads, variables):
-        dense = [i for i, g in enumerate(grads) if g is not None
-                 and not isinstance(g, tf.IndexedSlices)]
+    def _dense_groups(self, dense, variables):
         if self.groups is not None and variables is not None:
             position = {id(v): i for i, v in enumerate(variables)}
             explicit = [[position[id(v)] for v in group if position.get(id(v)) in dense]
@@ -63,3 +82,28 @@ class GradientReducer:
             size = -(-len(dense) // self.num_groups)
             return [dense[k:k + size] for k in range(0, len(dense), size)]
         return [dense] if dense else []
+
+
+def _divided(grad, divisor):
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(grad.values / divisor, grad.indices, grad.dense_shape)
+    return grad / divisor
+
+
+class VariableSet:
+    """Variables (or tensors) by identity. Keras 3's variables are neither hashable nor have
+    tf.Variable's ref(); the set keeps the objects, so an id is never reused meanwhile."""
+
+    def __init__(self, variables=()):
+        self._by_id = {}
+        for variable in variables:
+            self.add(variable)
+
+    def add(self, variable):
+        self._by_id[id(variable)] = variable
+
+    def __contains__(self, variable):
+        return self._by_id.get(id(variable)) is variable
+
+    def __len__(self):
+        return len(self._by_id)

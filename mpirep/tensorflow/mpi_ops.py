@@ -1,7 +1,10 @@
-"""Collectives on TensorFlow tensors, eager and in graphs, with their gradients.
+"""Collectives on TensorFlow tensors, eagerly and in graphs, with their gradients.
 
-Signatures follow horovod.tensorflow. ``device_dense``/``device_sparse`` are accepted for
-compatibility and ignored: the op runs where TensorFlow places its input.
+Signatures and gradients follow horovod.tensorflow. ``device_dense``/``device_sparse`` are
+accepted for compatibility and ignored: the op runs where TensorFlow places its input.
+
+Every gradient issues the same collectives on every rank whatever the values involved: in a
+graph a rank that skipped one would leave the others waiting for it.
 """
 
 import numpy as np
@@ -13,7 +16,7 @@ from mpirep.tensorflow import _bridge
 from mpirep.tensorflow._errors import to_tf_error
 from mpirep.tensorflow._naming import reset_eager_names, tensor_name
 from mpirep.tensorflow.compression import Compression
-from mpirep.tensorflow.process_sets import global_process_set, resolve
+from mpirep.tensorflow.process_sets import global_process_set, resolve, set_root
 
 
 try:  # whether any GradientTape is recording; private, so absent means "assume one is"
@@ -70,6 +73,10 @@ class _Target:
         self.set_id, self.rank, self.size = resolve(process_set)
         self.bridge = _bridge.bridge()
 
+    def root(self, root_rank):
+        """The set's own number for the global rank ``root_rank``."""
+        return set_root(self.set_id, root_rank)
+
     def run(self, collective, tensor, name, **kwargs):
         return self.bridge.run(collective, tensor, name, process_set=self.set_id, **kwargs)
 
@@ -82,21 +89,68 @@ def _prepare(process_set):
     return _Target(process_set)
 
 
-def _allreduce(target, tensor, name, op, prescale_factor, postscale_factor):
-    @_differentiable
-    def forward(x):
-        output, _ = target.run("allreduce", x, name, reduce_op=op, prescale=prescale_factor,
-                               postscale=postscale_factor)
+def _group_names(kind, name, ignore_name_scope, target, count):
+    base = tensor_name(kind, name, ignore_name_scope, target.set_id)
+    return [f"{base}.{i}" for i in range(count)]
 
-        def grad(dy):
+
+def _compressed(compression, tensors, collective):
+    """collective(list of tensors) applied to the compressed tensors, decompressed."""
+    sent, contexts = zip(*(compression.compress(tf.convert_to_tensor(t)) for t in tensors))
+    return [compression.decompress(y, c) for y, c in zip(collective(list(sent)), contexts)]
+
+
+def _scaled(tensor, factor):
+    """``tensor * factor`` as the core scales: integers in double precision, truncated toward
+    zero (a factor below 1 must not become 0 first); float16 and bfloat16 in float32."""
+    if factor == 1.0:
+        return tensor
+    if tensor.dtype in (tf.float16, tf.bfloat16):
+        wide = tf.float32
+    elif tensor.dtype.is_floating or tensor.dtype.is_complex:
+        return tensor * tf.cast(factor, tensor.dtype)
+    else:
+        wide = tf.float64
+    return tf.cast(tf.cast(tensor, wide) * tf.cast(factor, wide), tensor.dtype)
+
+
+def _after(dependency, tensor_fn):
+    """tensor_fn()'s value, computed only once ``dependency`` has run: a value that does not
+    depend on a collective's result must still make every rank run that collective."""
+    with tf.control_dependencies([dependency]):
+        return tensor_fn()
+
+
+def _first_dim_offsets(target, tensors, process_set):
+    """For each tensor, where this rank's rows start in the allgather of it over the set."""
+    rows = tf.stack([tf.shape(t, out_type=tf.int64)[0] for t in tensors])
+    everyone = allgather(tf.expand_dims(rows, 0), process_set=process_set)
+    return tf.reduce_sum(everyone[:target.rank], axis=0)
+
+
+def _own_rows(gathered, tensor, start):
+    begin = tf.concat([[start], tf.zeros([tf.rank(tensor) - 1], tf.int64)], 0)
+    return tf.slice(gathered, begin, tf.shape(tensor, out_type=tf.int64))
+
+
+# allreduce
+
+def _allreduce_group(target, tensors, names, op, prescale_factor, postscale_factor):
+    @_differentiable
+    def forward(*xs):
+        outputs = target.run_group("allreduce", list(xs), names, reduce_op=op,
+                                   prescale=prescale_factor, postscale=postscale_factor)
+
+        def grad(*dys):
             if op not in (mpirep.Sum, mpirep.Average):
                 raise NotImplementedError("only Sum and Average allreduce have gradients")
-            grad_name = tensor_name("allreduce.grad", set_id=target.set_id)
-            return _allreduce(target, dy, grad_name, op, prescale_factor, postscale_factor)
+            grad_names = _group_names("allreduce.grad", None, False, target, len(dys))
+            return _allreduce_group(target, list(dys), grad_names, op, prescale_factor,
+                                    postscale_factor)
 
-        return output, grad
+        return outputs, grad
 
-    return forward(tensor)
+    return list(forward(*tensors))
 
 
 @_not_autograph
@@ -109,92 +163,140 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
     op = _resolve_op(op, average)
     target = _prepare(process_set)
     if isinstance(tensor, tf.IndexedSlices):
-        return _allreduce_sparse(tensor, op, prescale_factor, postscale_factor, name,
-                                 process_set, ignore_name_scope, target.size)
-    tensor = tf.convert_to_tensor(tensor)
-    compressed, context = compression.compress(tensor)
+        return _allreduce_sparse([tensor], op, prescale_factor, postscale_factor, name,
+                                 ignore_name_scope, process_set, target.size)[0]
     name = tensor_name("allreduce", name, ignore_name_scope, target.set_id)
-    reduced = _allreduce(target, compressed, name, op, prescale_factor, postscale_factor)
-    return compression.decompress(reduced, context)
+    return _allreduce_dense(target, [tensor], [name], op, prescale_factor, postscale_factor,
+                            compression)[0]
 
 
-def _allreduce_sparse(slices, op, prescale_factor, postscale_factor, name, process_set,
-                      ignore_name_scope, set_size):
+def _allreduce_dense(target, tensors, names, op, prescale_factor, postscale_factor,
+                     compression):
+    return _compressed(compression, tensors, lambda xs: _allreduce_group(
+        target, xs, names, op, prescale_factor, postscale_factor))
+
+
+def _allreduce_sparse(slices, op, prescale_factor, postscale_factor, name, ignore_name_scope,
+                      process_set, set_size):
+    """Sum or Average of tf.IndexedSlices: the values and indices of every rank gathered,
+    Average dividing the values by the set's size (true division, as in Horovod: integer values
+    come back as floats)."""
     if op not in (mpirep.Average, mpirep.Sum):
         raise NotImplementedError("allreduce of tf.IndexedSlices supports only Average and Sum")
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
+        raise NotImplementedError("prescale_factor and postscale_factor are not supported with "
+                                  "tf.IndexedSlices (as in Horovod): scale the values instead")
     base = name or "allreduce_sparse"
-    scale = prescale_factor * postscale_factor
+    values = grouped_allgather([s.values for s in slices], name=f"{base}.values",
+                               process_set=process_set, ignore_name_scope=ignore_name_scope)
+    indices = grouped_allgather([s.indices for s in slices], name=f"{base}.indices",
+                                process_set=process_set, ignore_name_scope=ignore_name_scope)
     if op == mpirep.Average:
-        scale /= set_size
-    values = allgather(slices.values, name=f"{base}.values", process_set=process_set,
-                       ignore_name_scope=ignore_name_scope)
-    indices = allgather(slices.indices, name=f"{base}.indices", process_set=process_set,
-                        ignore_name_scope=ignore_name_scope)
-    if scale != 1.0:
-        values = values * tf.cast(scale, values.dtype)
-    return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
+        values = [v / tf.cast(set_size, v.dtype) for v in values]
+    return [tf.IndexedSlices(v, i, dense_shape=s.dense_shape)
+            for v, i, s in zip(values, indices, slices)]
 
 
 @_not_autograph
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
                       compression=Compression.none, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0, process_set=global_process_set, name=None):
-    """Allreduces every tensor of the list together, so they fuse into few ring passes."""
+                      postscale_factor=1.0, process_set=global_process_set,
+                      ignore_name_scope=False, name=None):
+    """Allreduces every tensor of the list together, so they fuse into few ring passes;
+    tf.IndexedSlices among them are gathered (see allreduce)."""
     op = _resolve_op(op, average)
     target = _prepare(process_set)
+    tensors = list(tensors)
     if not tensors:
         return []
-    if any(isinstance(t, tf.IndexedSlices) for t in tensors):
-        return [allreduce(t, op=op, compression=compression, prescale_factor=prescale_factor,
-                          postscale_factor=postscale_factor, process_set=process_set)
-                for t in tensors]
-    compressed, contexts = zip(*(compression.compress(tf.convert_to_tensor(t)) for t in tensors))
-    base = tensor_name("grouped_allreduce", name, set_id=target.set_id)
-    reduced = _grouped_allreduce(target, list(compressed), base, op, prescale_factor,
-                                 postscale_factor)
-    return [compression.decompress(r, c) for r, c in zip(reduced, contexts)]
+    sparse = [i for i, t in enumerate(tensors) if isinstance(t, tf.IndexedSlices)]
+    dense = [i for i in range(len(tensors)) if i not in sparse]
+    results = [None] * len(tensors)
+    if sparse:
+        base = tensor_name("grouped_allreduce_sparse", name, ignore_name_scope, target.set_id)
+        for i, output in zip(sparse, _allreduce_sparse(
+                [tensors[i] for i in sparse], op, prescale_factor, postscale_factor, base,
+                ignore_name_scope, process_set, target.size)):
+            results[i] = output
+    if dense:
+        names = _group_names("grouped_allreduce", name, ignore_name_scope, target, len(dense))
+        for i, output in zip(dense, _allreduce_dense(
+                target, [tensors[i] for i in dense], names, op, prescale_factor,
+                postscale_factor, compression)):
+            results[i] = output
+    return results
 
 
-def _grouped_allreduce(target, tensors, base, op, prescale_factor, postscale_factor):
-    names = [f"{base}.{i}" for i in range(len(tensors))]
+# allgather
 
+def _allgather_group(target, tensors, names, process_set, gradient_op):
     @_differentiable
     def forward(*xs):
-        outputs = target.run_group("allreduce", list(xs), names, reduce_op=op,
-                                   prescale=prescale_factor, postscale=postscale_factor)
+        outputs = target.run_group("allgather", list(xs), names)
 
         def grad(*dys):
-            if op not in (mpirep.Sum, mpirep.Average):
-                raise NotImplementedError("only Sum and Average allreduce have gradients")
-            grad_base = tensor_name("grouped_allreduce.grad", set_id=target.set_id)
-            return _grouped_allreduce(target, list(dys), grad_base, op, prescale_factor,
-                                      postscale_factor)
+            # Every rank's copy of the output brings a gradient: reduced over the set by
+            # gradient_op, of which each rank takes its own rows.
+            reduced = grouped_allreduce(list(dys), op=gradient_op, process_set=process_set)
+            starts = _first_dim_offsets(target, xs, process_set)
+            return [_own_rows(g, x, starts[i]) for i, (g, x) in enumerate(zip(reduced, xs))]
 
         return outputs, grad
 
-    return forward(*tensors)
+    return list(forward(*tensors))
+
+
+def _allgather(tensor, name, ignore_name_scope, process_set, gradient_op):
+    target = _prepare(process_set)
+    name = tensor_name("allgather", name, ignore_name_scope, target.set_id)
+    return _allgather_group(target, [tf.convert_to_tensor(tensor)], [name], process_set,
+                            gradient_op)[0]
 
 
 @_not_autograph
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenates every rank's tensor along the first dimension, in rank order; the first
-    dimension may differ between ranks."""
+    dimension may differ between ranks. The gradient is Horovod's: the incoming gradients
+    averaged over the set."""
+    return _allgather(tensor, name, ignore_name_scope, process_set, mpirep.Average)
+
+
+@_not_autograph
+def allgather_with_summed_gradient(tensor, name=None, process_set=global_process_set):
+    """allgather whose gradient sums the incoming gradients over the set: the gradient of the
+    sum of every rank's loss, the convention of the Replicator and of SyncBatchNormalization."""
+    return _allgather(tensor, name, False, process_set, mpirep.Sum)
+
+
+@_not_autograph
+def grouped_allgather(tensors, name=None, ignore_name_scope=False,
+                      process_set=global_process_set):
+    """allgather of every tensor of the list, submitted together."""
     target = _prepare(process_set)
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return []
+    names = _group_names("grouped_allgather", name, ignore_name_scope, target, len(tensors))
+    return _allgather_group(target, tensors, names, process_set, mpirep.Average)
+
+
+# broadcast
+
+def _broadcast(tensor, root_rank, name, ignore_name_scope, process_set, gradient_op):
+    target = _prepare(process_set)
+    root = target.root(root_rank)
     tensor = tf.convert_to_tensor(tensor)
-    name = tensor_name("allgather", name, ignore_name_scope, target.set_id)
+    name = tensor_name("broadcast", name, ignore_name_scope, target.set_id)
 
     @_differentiable
     def forward(x):
-        output, _ = target.run("allgather", x, name)
+        output, _ = target.run("broadcast", x, name, root_rank=root)
 
         def grad(dy):
-            # Every rank's output feeds the loss, so this rank's rows receive the sum of their
-            # gradients over all ranks.
-            summed = allreduce(dy, op=mpirep.Sum, process_set=process_set)
-            rows = allgather(tf.shape(x, out_type=tf.int64)[:1], process_set=process_set)
-            start = tf.reduce_sum(rows[:target.rank])
-            return tf.slice(summed, tf.concat([[start], tf.zeros([tf.rank(x) - 1], tf.int64)], 0),
-                            tf.shape(x, out_type=tf.int64))
+            reduced = allreduce(dy, op=gradient_op, process_set=process_set)
+            if target.rank == root:
+                return reduced
+            return _after(reduced, lambda: tf.zeros_like(dy))
 
         return output, grad
 
@@ -204,57 +306,84 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
 @_not_autograph
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
-    """Every rank gets ``root_rank``'s tensor."""
-    target = _prepare(process_set)
-    tensor = tf.convert_to_tensor(tensor)
-    name = tensor_name("broadcast", name, ignore_name_scope, target.set_id)
+    """Every rank gets the tensor of global rank ``root_rank`` (a member of the set). The
+    gradient is Horovod's: at the root the incoming gradients averaged over the set, zeros
+    elsewhere."""
+    return _broadcast(tensor, root_rank, name, ignore_name_scope, process_set, mpirep.Average)
 
+
+@_not_autograph
+def broadcast_with_summed_gradient(tensor, root_rank, name=None,
+                                   process_set=global_process_set):
+    """broadcast whose gradient at the root sums the incoming gradients over the set (the
+    Replicator's convention)."""
+    return _broadcast(tensor, root_rank, name, False, process_set, mpirep.Sum)
+
+
+# reducescatter
+
+def _reducescatter_group(target, tensors, names, op, prescale_factor, postscale_factor,
+                         process_set):
     @_differentiable
-    def forward(x):
-        output, _ = target.run("broadcast", x, name, root_rank=root_rank)
+    def forward(*xs):
+        scaled = [_scaled(x, prescale_factor) for x in xs]
+        outputs = target.run_group("reducescatter", scaled, names, reduce_op=op)
+        outputs = [_scaled(y, postscale_factor) for y in outputs]
 
-        def grad(dy):
-            summed = allreduce(dy, op=mpirep.Sum, process_set=process_set)
-            return summed if target.rank == root_rank else tf.zeros_like(summed)
+        def grad(*dys):
+            # Horovod's convention: Sum scales the gradient by the set's size, Average does not.
+            scale = prescale_factor * postscale_factor
+            if op == mpirep.Sum:
+                scale *= target.size
+            return grouped_allgather([_scaled(dy, scale) for dy in dys], process_set=process_set)
 
-        return output, grad
+        return outputs, grad
 
-    return forward(tensor)
+    return list(forward(*tensors))
 
 
 @_not_autograph
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
                   process_set=global_process_set, ignore_name_scope=False, prescale_factor=1.0,
                   postscale_factor=1.0):
-    """Reduces over all ranks and gives rank r its block of rows of the result (the first
-    dim0 % size ranks get one row more)."""
+    """Reduces over all ranks (Average by default, or Sum) and gives rank r its block of rows
+    of the result (the first dim0 % size ranks get one row more)."""
+    op = _reducescatter_op(op)
+    target = _prepare(process_set)
+    name = tensor_name("reducescatter", name, ignore_name_scope, target.set_id)
+    return _reducescatter_dense(target, [tensor], [name], op, prescale_factor, postscale_factor,
+                                compression, process_set)[0]
+
+
+@_not_autograph
+def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=None,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0, name=None, ignore_name_scope=False):
+    """reducescatter of every tensor of the list, submitted together."""
+    op = _reducescatter_op(op)
+    target = _prepare(process_set)
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    names = _group_names("grouped_reducescatter", name, ignore_name_scope, target, len(tensors))
+    return _reducescatter_dense(target, tensors, names, op, prescale_factor, postscale_factor,
+                                compression, process_set)
+
+
+def _reducescatter_op(op):
     op = _resolve_op(op, None)
     if op not in (mpirep.Sum, mpirep.Average):
         raise NotImplementedError("reducescatter supports only Sum and Average")
-    target = _prepare(process_set)
-    tensor = tf.convert_to_tensor(tensor)
-    name = tensor_name("reducescatter", name, ignore_name_scope, target.set_id)
-    compressed, context = compression.compress(tensor)
+    return op
 
-    @_differentiable
-    def forward(x):
-        if prescale_factor != 1.0:
-            x = x * tf.cast(prescale_factor, x.dtype)
-        output, _ = target.run("reducescatter", x, name, reduce_op=op)
-        if postscale_factor != 1.0:
-            output = output * tf.cast(postscale_factor, output.dtype)
 
-        def grad(dy):
-            gathered = allgather(dy, process_set=process_set)
-            scale = prescale_factor * postscale_factor
-            if op == mpirep.Average:
-                scale /= target.size
-            return gathered * tf.cast(scale, gathered.dtype) if scale != 1.0 else gathered
+def _reducescatter_dense(target, tensors, names, op, prescale_factor, postscale_factor,
+                         compression, process_set):
+    return _compressed(compression, tensors, lambda xs: _reducescatter_group(
+        target, xs, names, op, prescale_factor, postscale_factor, process_set))
 
-        return output, grad
 
-    return compression.decompress(forward(compressed), context)
-
+# alltoall
 
 @_not_autograph
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
@@ -293,6 +422,8 @@ def _even_splits(tensor, size):
             f"dimension divisible by the number of ranks ({size}), got shape {tensor.shape}")
     return tf.fill([size], tf.shape(tensor, out_type=tf.int64)[0] // size)
 
+
+# join
 
 @_not_autograph
 def join():

@@ -2,8 +2,9 @@
 core's process sets (each its own communicator).
 
 A set is made with ``add_process_set(ranks)``, which every rank calls with the same ranks (it
-is collective over all ranks), and is passed to any op as ``process_set=``. Inside a set ranks
-are numbered 0..size-1 in increasing order: a broadcast's ``root_rank`` counts that way.
+is collective over all ranks), and is passed to any op as ``process_set=``. As in Horovod, a
+broadcast's ``root_rank`` is a global rank, also on a set: scripts and checkpoints record global
+ranks. (The core numbers a set's ranks 0..size-1 in increasing order; ``set_root`` converts.)
 """
 
 import tensorflow as tf
@@ -92,3 +93,17 @@ def resolve(process_set):
             None, None, f"rank {session.rank()} is not in process set {set_id} (ranks {ranks}), "
             f"so it cannot take part in its ops")
     return set_id, ranks.index(session.rank()), len(ranks)
+
+
+def set_root(set_id, root_rank):
+    """The core's number, within set ``set_id``, for the global rank ``root_rank``. A root
+    outside the set raises tf.errors.InvalidArgumentError; on the global set any root passes
+    through, for the core to check."""
+    if set_id == 0:
+        return int(root_rank)
+    ranks = mpirep.process_set_ranks(set_id)
+    if root_rank not in ranks:
+        raise tf.errors.InvalidArgumentError(
+            None, None, f"rank {session.rank()}: root_rank {root_rank} is not in process set "
+            f"{set_id} (ranks {ranks}); root_rank is a global rank")
+    return ranks.index(root_rank)

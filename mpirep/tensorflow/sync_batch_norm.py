@@ -4,7 +4,7 @@ global batch, the concatenation of every rank's batch.
 Each rank reduces its batch to per-channel (count, mean, sum of squared deviations) and the
 ranks allgather these; every rank then combines them (Chan et al.'s pairwise formula) into the
 global mean and variance. Gathering the three moments instead of summing x and x**2 keeps the
-variance accurate when the mean is large. The gradient flows back through the allgather, whose
+variance accurate when the mean is large. The gradient flows back through an allgather whose
 gradient sums over ranks, so each rank's inputs receive the gradient of the sum of all ranks'
 losses, as in single-process training on the global batch.
 """
@@ -28,8 +28,8 @@ def global_moments(x, axes, keepdims=False, weights=None, process_set=global_pro
     count = tf.reduce_sum(w, axes, keepdims=True)
     mean = tf.math.divide_no_nan(tf.reduce_sum(w * y, axes, keepdims=True), count)
     m2 = tf.reduce_sum(w * tf.square(y - mean), axes, keepdims=True)
-    gathered = mpi_ops.allgather(tf.stack([count, mean, m2])[tf.newaxis],
-                                 name="sync_batch_norm", process_set=process_set)
+    gathered = mpi_ops.allgather_with_summed_gradient(
+        tf.stack([count, mean, m2])[tf.newaxis], name="sync_batch_norm", process_set=process_set)
     counts, means, m2s = gathered[:, 0], gathered[:, 1], gathered[:, 2]
     total = tf.reduce_sum(counts, 0)
     global_mean = tf.math.divide_no_nan(tf.reduce_sum(counts * means, 0), total)

@@ -194,9 +194,9 @@ void RunCoordinatorTests() {
     CHECK(c.StallWarnings(t0 + std::chrono::seconds(12), period).size() == 1);
   }
   {
-    // The stall shutdown cancels what waited too long, for everyone, with one error; a rank
-    // that brings a cancelled tensor late gets that error alone, and a new tensor of the same
-    // name pairs normally.
+    // The stall shutdown cancels what waited too long, for everyone, with one error. Here the
+    // ranks had diverged: ranks 0 and 2 waited in 'a' for rank 1, which waited in 'b' for them.
+    // Neither side is late for the other's tensor, so the next 'a' and 'b' pair normally.
     Coordinator c(3);
     c.Submit(Make(0, "a", {1}), t0);
     c.Submit(Make(2, "a", {1}), t0);
@@ -213,16 +213,39 @@ void RunCoordinatorTests() {
     for (const Response& r : ready) {
       CHECK(r.kind == Response::Kind::ERROR && r.error_code == StatusCode::STALLED && r.error == error);
     }
-    c.Submit(Make(0, "a", {1}), t0);  // ranks 0 and 2 go on to their next 'a'
+    for (const char* name : {"a", "b"}) {
+      for (int rank = 0; rank < 3; ++rank) c.Submit(Make(rank, name, {1}), t0);
+      ready = c.TakeReady();
+      CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].names[0] == name);
+    }
+  }
+  {
+    // A rank that waited in nothing was late: it gets the cancelled tensor's error when it
+    // brings that tensor, alone, and its next one completes the others' next one. A rank
+    // that waited in a tensor the submitters had submitted too (here rank 2, in 'd', which
+    // waits for rank 1 alone) was late as well.
+    Coordinator c(3);
+    c.Submit(Make(0, "c", {1}), t0);
+    c.Submit(Make(2, "c", {1}), t0);
+    c.Submit(Make(0, "a", {1}), t0);
+    c.Submit(Make(1, "c", {1}), t0);
+    CHECK(c.TakeReady().size() == 1);
+    c.Submit(Make(0, "d", {1}), t0);
+    c.Submit(Make(2, "d", {1}), t0);  // 'd' waits for rank 1 alone
+    const std::string error = c.CancelStalled(t0 + std::chrono::seconds(12), std::chrono::seconds(10));
+    CHECK(!error.empty());
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 2 && ready[0].names[0] == "a" && ready[0].error_ranks == std::vector<int64_t>({0}));
+    c.Submit(Make(0, "a", {1}), t0);  // rank 0 goes on to its next 'a'
+    c.Submit(Make(1, "a", {1}), t0);  // ranks 1 and 2 bring the cancelled one
     c.Submit(Make(2, "a", {1}), t0);
-    c.Submit(Make(1, "a", {1}), t0);  // rank 1 brings the cancelled one
     ready = c.TakeReady();
-    CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::STALLED && ready[0].error_ranks == std::vector<int64_t>({1}) && ready[0].error == error);
-    c.Submit(Make(1, "a", {1}), t0);  // and then its next one, which completes the others'
+    CHECK(ready.size() == 2 && ready[0].error_code == StatusCode::STALLED &&
+          ready[0].error_ranks == std::vector<int64_t>({1}) && ready[0].error == error &&
+          ready[1].error_ranks == std::vector<int64_t>({2}));
+    c.Submit(Make(1, "a", {1}), t0);  // and then their next ones, which complete rank 0's
+    c.Submit(Make(2, "a", {1}), t0);
     ready = c.TakeReady();
     CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].names[0] == "a");
-    c.Submit(Make(0, "b", {1}), t0);  // rank 0 still owed 'b'
-    ready = c.TakeReady();
-    CHECK(ready.size() == 1 && ready[0].error_ranks == std::vector<int64_t>({0}) && ready[0].error_code == StatusCode::STALLED);
   }
 }

@@ -35,25 +35,32 @@ from mpirep.tensorflow import (  # noqa: F401  (the shared part of the interface
 from mpirep.tensorflow import mpi_ops as _ops
 from mpirep.tensorflow.functions import broadcast_global_variables  # noqa: F401
 from mpirep.tensorflow.keras import callbacks  # noqa: F401
+from mpirep.tensorflow.optimizer import PartialDistributedOptimizer  # noqa: F401
 from mpirep.tensorflow.optimizer import attach as _attach
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,
               op=None, compression=Compression.none):
-    """The reduction of a value (array, tensor or number) over ranks, as a numpy array."""
+    """The reduction of a value (array, tensor or number) over ranks, as a tensor."""
     return _ops.allreduce(tf.convert_to_tensor(value), average=average, op=op, name=name,
                           prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                          compression=compression).numpy()
+                          compression=compression)
 
 
 def allgather(value, name=None):
-    """Every rank's value concatenated along the first dimension, as a numpy array."""
-    return _ops.allgather(tf.convert_to_tensor(value), name=name).numpy()
+    """Every rank's value concatenated along the first dimension, as a tensor."""
+    return _ops.allgather(tf.convert_to_tensor(value), name=name)
 
 
 def broadcast(value, root_rank, name=None):
-    """``root_rank``'s value, as a numpy array."""
-    return _ops.broadcast(tf.convert_to_tensor(value), root_rank, name=name).numpy()
+    """``root_rank``'s value, as a tensor."""
+    return _ops.broadcast(tf.convert_to_tensor(value), root_rank, name=name)
+
+
+def reducescatter(value, name=None, op=None):
+    """This rank's block of rows of the reduction (Average by default) of a value over
+    ranks, as a tensor."""
+    return _ops.reducescatter(tf.convert_to_tensor(value), name=name, op=op)
 
 
 def load_model(filepath, custom_optimizers=None, custom_objects=None,

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep
+from mpirep.tensorflow._gradients import VariableSet
 from mpirep.tensorflow.functions import broadcast_variables
 from mpirep.tensorflow.mpi_ops import join
 
@@ -19,28 +20,33 @@ def _optimizer_variables(optimizer):
     return list(variables() if callable(variables) else variables)
 
 
-def _broadcast_model_state(model, root_rank):
+def _broadcast_model_state(model, root_rank, local_variables=()):
     variables = list(model.variables)
     if getattr(model, "optimizer", None) is not None:
         variables += _optimizer_variables(model.optimizer)
-    broadcast_variables(variables, root_rank)
+    kept = VariableSet(local_variables)
+    broadcast_variables([v for v in variables if v not in kept], root_rank)
 
 
 class BroadcastGlobalVariablesCallback(_Callback):
     """Makes every rank start from ``root_rank``'s weights and optimizer state: broadcasts them
-    when training begins, and once more after the first batch, when optimizers that create
-    their slots lazily have done so."""
+    when training begins, if the model is built by then, and again after the first batch, when
+    a model built lazily and an optimizer that creates its slots lazily have done so.
+    ``local_variables`` keep each rank's own value."""
 
-    def __init__(self, root_rank, device=""):
+    def __init__(self, root_rank, device="", local_variables=None):
         super().__init__()
         self.root_rank = root_rank
+        self.local_variables = list(local_variables or [])
         self._after_first_batch = False
 
     def _broadcast(self):
-        _broadcast_model_state(self.model, self.root_rank)
+        _broadcast_model_state(self.model, self.root_rank, self.local_variables)
 
     def on_train_begin(self, logs=None):
-        self._broadcast()
+        # Every rank builds its model alike, so every rank takes this branch alike.
+        if self.model.built:
+            self._broadcast()
 
     def on_train_batch_end(self, batch, logs=None):
         if not self._after_first_batch:

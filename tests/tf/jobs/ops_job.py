@@ -1,5 +1,7 @@
-"""Every mpirep.tensorflow op against its closed form, eagerly and in tf.function, with its
-gradient; errors as TF errors on every rank. Run under mpirun at any number of ranks."""
+"""Every mpirep.tensorflow op against its closed form, eagerly, in tf.function and in a
+tf.compat.v1 graph, with its gradient (Horovod's: an allgather or broadcast averages the
+incoming gradient over ranks, a Sum reducescatter scales it by the number of ranks); errors as
+TF errors on every rank. Run under mpirun at any number of ranks."""
 
 import numpy as np
 import tensorflow as tf
@@ -15,16 +17,28 @@ except ValueError as error:
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
-MODES = ("eager", "function")
+MODES = ("eager", "function", "graph")
 
 
 def call(mode, fn, *args):
-    return fn(*args) if mode == "eager" else tf.function(fn, autograph=False)(*args)
+    """fn(*args) eagerly, in a tf.function, or built in a tf.compat.v1 graph and run in a
+    session (where a rank that skipped one of a gradient's collectives would hang the job)."""
+    if mode == "eager":
+        return fn(*args)
+    if mode == "function":
+        return tf.function(fn, autograph=False)(*args)
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        outputs = session.run(fn(*[tf.constant(np.asarray(a)) for a in args]))
+    return tf.nest.map_structure(tf.constant, outputs)
 
 
 def value(r, shape=(3, 2), dtype=np.float32):
     """Rank- and index-dependent input, exactly representable in every dtype used here."""
     return ((r + 1) * (np.arange(np.prod(shape)) % 7 + 1) - r).reshape(shape).astype(dtype)
+
+
+def mean_weight():
+    return sum(r + 2.0 for r in range(N)) / N
 
 
 def with_grad(op):
@@ -96,8 +110,8 @@ def allgather_uneven_and_gradient():
     for mode in MODES:
         y, g = call(mode, with_grad(hvd.allgather), tf.constant(value(R, (rows(R), 2))))
         np.testing.assert_array_equal(y.numpy(), np.concatenate([value(r, (rows(r), 2)) for r in range(N)]))
-        # Each rank's rows feed every rank's loss: the gradient sums the ranks' weights.
-        np.testing.assert_allclose(g.numpy(), np.full((rows(R), 2), sum(r + 2.0 for r in range(N))))
+        # Each rank's rows feed every rank's loss; Horovod averages the ranks' weights.
+        np.testing.assert_allclose(g.numpy(), np.full((rows(R), 2), mean_weight()))
         same_on_every_rank(hvd, y)
 
 
@@ -107,8 +121,8 @@ def broadcast_every_root_and_gradient():
         for root in range(N):
             y, g = call(mode, with_grad(lambda x: hvd.broadcast(x, root)), tf.constant(value(R)))
             np.testing.assert_array_equal(y.numpy(), value(root))
-            want = sum(r + 2.0 for r in range(N)) if R == root else 0.0
-            np.testing.assert_allclose(g.numpy(), np.full((3, 2), want))
+            want = mean_weight() if R == root else 0.0
+            np.testing.assert_array_equal(g.numpy(), np.full((3, 2), want, np.float32))
 
 
 @check
@@ -120,8 +134,85 @@ def reducescatter_and_gradient():
         y, g = call(mode, with_grad(lambda x: hvd.reducescatter(x, op=hvd.Sum)),
                     tf.constant(value(R, (2 * N + 1, 2))))
         np.testing.assert_allclose(y.numpy(), mine)
-        weights = np.concatenate([np.full((2 + (r < 1), 2), r + 2.0) for r in range(N)])
+        # Horovod scales a Sum reducescatter's gradient by the number of ranks.
+        weights = np.concatenate([np.full((2 + (r < 1), 2), N * (r + 2.0)) for r in range(N)])
         np.testing.assert_allclose(g.numpy(), weights)
+
+
+@check
+def grouped_allgather_and_reducescatter_with_gradients():
+    # Two tensors of different dtypes in one group; rank r brings r + 1 rows to the gather.
+    rows = 2 * N
+    for mode in MODES:
+        def fn(a, b):
+            with tf.GradientTape() as tape:
+                tape.watch([a, b])
+                gathered = hvd.grouped_allgather([a, b])
+                scattered = hvd.grouped_reducescatter([b, 3.0 * b], op=hvd.Sum)
+                loss = (tf.cast(tf.reduce_sum(gathered[0]), tf.float64) +
+                        tf.reduce_sum(gathered[1] * 2.0) + tf.reduce_sum(scattered[1] * (R + 2.0)))
+            return gathered, scattered[1], tape.gradient(loss, [a, b])
+        a = value(R, (R + 1, 3))
+        b = value(R, (rows, 2), np.float64)
+        gathered, scattered, (ga, gb) = call(mode, fn, tf.constant(a), tf.constant(b))
+        np.testing.assert_array_equal(gathered[0].numpy(),
+                                      np.concatenate([value(r, (r + 1, 3)) for r in range(N)]))
+        everyone_b = [value(r, (rows, 2), np.float64) for r in range(N)]
+        np.testing.assert_array_equal(gathered[1].numpy(), np.concatenate(everyone_b))
+        np.testing.assert_array_equal(scattered.numpy(), 3.0 * sum(everyone_b)[2 * R:2 * R + 2])
+        np.testing.assert_array_equal(ga.numpy(), np.ones((R + 1, 3), np.float32))
+        # b: 2 from its allgather (averaged over ranks, still 2), and on rank j's block of rows
+        # 3 times N times rank j's weight from the Sum reducescatter of 3b.
+        want = 2.0 + np.repeat([[3.0 * N * (j + 2.0)] * 2 for j in range(N)], 2, axis=0)
+        np.testing.assert_array_equal(gb.numpy(), want)
+
+
+@check
+def integer_scale_factors_are_not_truncated_first():
+    # 0.5 and 1.5 would both become 0 or 1 if cast to an integer before multiplying.
+    rows = 2 * N
+    x = np.arange(rows * 3, dtype=np.int32).reshape(rows, 3) * (R + 1) + 7
+    for mode in MODES:
+        got = call(mode, lambda t: hvd.reducescatter(t, op=hvd.Sum, prescale_factor=0.5,
+                                                     postscale_factor=1.5), tf.constant(x))
+        # Each rank's input is halved (truncated toward zero), summed, then scaled by 1.5.
+        halves = sum(np.trunc((np.arange(rows * 3).reshape(rows, 3) * (r + 1) + 7) * 0.5)
+                     for r in range(N))
+        want = np.trunc(halves * 1.5).astype(np.int32)[2 * R:2 * R + 2]
+        assert got.dtype == tf.int32
+        np.testing.assert_array_equal(got.numpy(), want)
+        averaged = call(mode, lambda v: hvd.allreduce(
+            tf.IndexedSlices(v, tf.constant([R], tf.int64), tf.constant([N, 2], tf.int64)),
+            op=hvd.Average).values, tf.constant(np.full((1, 2), 3 * (R + 1), np.int32)))
+        # As in Horovod, integer values are divided truly, into floats.
+        np.testing.assert_array_equal(averaged.numpy(),
+                                      [[3.0 * (r + 1) / N] * 2 for r in range(N)])
+
+
+@check
+def rank_and_size_ops():
+    for mode in MODES:
+        got = call(mode, lambda: tf.stack([hvd.rank_op(), hvd.size_op(), hvd.local_rank_op(),
+                                           hvd.local_size_op(), hvd.process_set_included_op()]))
+        assert got.dtype == tf.int32
+        np.testing.assert_array_equal(got.numpy(), [R, N, hvd.local_rank(), hvd.local_size(), 1])
+
+
+@check
+def in_place_broadcast_of_variables():
+    for root in range(N):
+        variables = [tf.Variable(value(R)), tf.Variable(tf.fill([4], R % 2 == 0))]
+        values = hvd.broadcast_(variables, root)
+        np.testing.assert_array_equal(variables[0].numpy(), value(root))
+        np.testing.assert_array_equal(values[1].numpy(), np.full(4, root % 2 == 0))
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        ref = tf.compat.v1.Variable(value(R), use_resource=False)
+        resource = tf.compat.v1.Variable(value(R, (5,), np.int64), use_resource=True)
+        values = hvd.broadcast_([ref, resource], N - 1)
+        session.run(tf.compat.v1.global_variables_initializer())
+        got = session.run(values)
+        np.testing.assert_array_equal(got[0], value(N - 1))
+        np.testing.assert_array_equal(session.run(resource), value(N - 1, (5,), np.int64))
 
 
 @check
@@ -204,7 +295,7 @@ def mismatches_are_tf_errors_on_every_rank():
             assert "mismatch" in str(error)
         except tf.errors.UnknownError as error:
             # numpy_function in a graph reports every Python error as Unknown.
-            assert not native and mode == "function" and "mismatch" in str(error), error
+            assert not native and mode != "eager" and "mismatch" in str(error), error
 
 
 @check

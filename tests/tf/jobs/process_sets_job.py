@@ -1,6 +1,7 @@
-"""Ops on process sets: on the set {0, 1} and on {1, .., N-1}, whose ranks are renumbered from
-0, against closed forms, eagerly and in tf.function, with gradients; ranks outside a set and
-unknown sets raise. Run under mpirun at 3 or more ranks."""
+"""Ops on process sets: on the set {0, 1} and on {1, .., N-1}, against closed forms, eagerly and
+in tf.function, with gradients; roots are global ranks, as in Horovod; ranks outside a set
+raise, except that a DistributedGradientTape there returns the local gradient; unknown sets
+raise. Run under mpirun at 3 or more ranks."""
 
 import numpy as np
 import tensorflow as tf
@@ -67,10 +68,23 @@ def gather_broadcast_scatter_alltoall_on_the_tail():
                         tf.constant(value(R, (R, 2))))
         np.testing.assert_array_equal(gathered.numpy(),
                                       np.concatenate([value(r, (r, 2)) for r in members]))
-        # root_rank counts within the set: set rank 1 is global rank 2.
-        root = call(mode, lambda x: hvd.broadcast(x, root_rank=1, process_set=TAIL),
+        # root_rank is a global rank, also on a set.
+        root = call(mode, lambda x: hvd.broadcast(x, root_rank=2, process_set=TAIL),
                     tf.constant(value(R)))
         np.testing.assert_array_equal(root.numpy(), value(2))
+        expect_error(tf.errors.InvalidArgumentError,
+                     lambda: hvd.broadcast(tf.ones(1), root_rank=0, process_set=TAIL))
+
+        def broadcast_grad(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(hvd.broadcast(x, root_rank=2, process_set=TAIL) * (R + 2.0))
+            return tape.gradient(loss, x)
+
+        # The root gets the weights averaged over the set; the other members zeros.
+        grad = call(mode, broadcast_grad, tf.constant(value(R)))
+        want = sum(r + 2.0 for r in members) / (N - 1) if R == 2 else 0.0
+        np.testing.assert_array_equal(grad.numpy(), np.full((3, 2), want, np.float32))
         rows = 2 * (N - 1)
         block = call(mode, lambda x: hvd.reducescatter(x, op=hvd.Sum, process_set=TAIL),
                      tf.constant(value(R, (rows, 2))))
@@ -87,15 +101,35 @@ def tape_and_variables_on_a_set():
     if R == 0:
         return
     w = tf.Variable(np.full(3, float(R), np.float32))
-    hvd.broadcast_variables([w], root_rank=0, process_set=TAIL)  # global rank 1's value
+    hvd.broadcast_variables([w], root_rank=1, process_set=TAIL)
     np.testing.assert_array_equal(w.numpy(), np.full(3, 1.0))
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(w * float(R))
     tape = hvd.DistributedGradientTape(tape, process_set=TAIL)
     (grad,) = tape.gradient(loss, [w])
     np.testing.assert_allclose(grad.numpy(), np.full(3, sum(range(1, N)) / (N - 1)))
-    assert hvd.broadcast_object(("from", R), root_rank=N - 2, process_set=TAIL) == ("from", N - 1)
+    assert hvd.broadcast_object(("from", R), root_rank=N - 1, process_set=TAIL) == ("from", N - 1)
     assert hvd.allgather_object(R, process_set=TAIL) == list(range(1, N))
+
+
+@check
+def outside_its_set_a_tape_returns_the_local_gradient():
+    w = tf.Variable(np.full(2, float(R), np.float32))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(w * w)
+    (grad,) = hvd.DistributedGradientTape(tape, process_set=PAIR).gradient(loss, [w])
+    # d(w * w)/dw = 2w, averaged over the pair {0, 1}; rank 2 and above keep their own.
+    want = 2.0 * (0 + 1) / 2 if R < 2 else 2.0 * R
+    np.testing.assert_array_equal(grad.numpy(), np.full(2, want, np.float32))
+
+
+@check
+def set_size_and_membership_ops():
+    for mode in MODES:
+        got = call(mode, lambda: tf.stack([hvd.size_op(TAIL.process_set_id),
+                                           hvd.process_set_included_op(TAIL.process_set_id),
+                                           hvd.process_set_included_op(PAIR.process_set_id)]))
+        np.testing.assert_array_equal(got.numpy(), [N - 1, int(R >= 1), int(R < 2)])
 
 
 @check
