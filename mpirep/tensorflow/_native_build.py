@@ -1,4 +1,4 @@
-"""Builds the TensorFlow op library (native/tensorflow) against the installed TensorFlow, once,
+"""Builds the TensorFlow op library (native/bindings/tensorflow) against the installed TensorFlow, once,
 into a cache directory keyed by the TensorFlow version and a hash of the sources and flags.
 
 Installing mpirep never compiles it: the first use does, and a failure only makes the caller
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-_SOURCE_NAMES = ("tensorflow/mpirep_tf_ops.cc", "c_api.h", "common.h")
+_SOURCE_NAMES = ("bindings/tensorflow/mpirep_tf_ops.cc", "bindings/c_api.h", "core/common.h")
 
 
 class BuildError(RuntimeError):
@@ -45,7 +45,7 @@ def _command(sources, output):
     return (compiler.split()
             + ["-shared", "-fPIC", "-O2", "-Wno-deprecated-declarations", f"-I{sources}"]
             + tf.sysconfig.get_compile_flags()
-            + [str(sources / "tensorflow" / "mpirep_tf_ops.cc"), "-o", str(output)]
+            + [str(sources / _SOURCE_NAMES[0]), "-o", str(output)]
             + tf.sysconfig.get_link_flags())
 
 

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "check.h"
-#include "coordinator.h"
+#include "core/coordinator.h"
 
 using namespace mpirep;
 

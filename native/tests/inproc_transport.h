@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "transport.h"
+#include "core/transport.h"
 
 namespace mpirep {
 

@@ -1,6 +1,6 @@
 // Control messages survive encoding, and truncated input is rejected rather than misread.
 #include "check.h"
-#include "message.h"
+#include "core/message.h"
 
 #include <stdexcept>
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "check.h"
-#include "half.h"
+#include "core/half.h"
 #include "inproc_transport.h"
-#include "ring.h"
+#include "core/ring.h"
 
 using namespace mpirep;
 

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "session.h"
+#include "runtime/session.h"
 
 namespace mpirep {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <unordered_map>
 
-#include "backoff.h"
-#include "transport.h"
+#include "core/backoff.h"
+#include "core/transport.h"
 
 namespace mpirep {
 

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <mutex>
 
-#include "buffer_pool.h"
+#include "core/buffer_pool.h"
 #include "c_api.h"
-#include "session.h"
+#include "runtime/session.h"
 
 namespace py = pybind11;
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "reduce.h"
+#include "core/reduce.h"
 
 namespace mpirep {
 namespace {

@@ -28,9 +28,9 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "backoff.h"
-#include "fusion.h"
-#include "reduce.h"
+#include "core/backoff.h"
+#include "core/fusion.h"
+#include "core/reduce.h"
 
 namespace mpirep {
 namespace {

@@ -15,11 +15,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "config.h"
-#include "coordinator.h"
+#include "core/config.h"
+#include "core/coordinator.h"
 #include "executor.h"
-#include "operation.h"
-#include "timeline.h"
+#include "core/operation.h"
+#include "core/timeline.h"
 
 namespace mpirep {
 

@@ -6,10 +6,10 @@
 
 #include <vector>
 
-#include "config.h"
+#include "core/config.h"
 #include "mpi_transport.h"
-#include "operation.h"
-#include "ring.h"
+#include "core/operation.h"
+#include "core/ring.h"
 
 namespace mpirep {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "c_api.h"
-#include "common.h"
+#include "bindings/c_api.h"
+#include "core/common.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
