@@ -93,7 +93,7 @@ def _dtype_code(dtype):
 
 
 def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=(),
-            process_set=0, group_size=0):
+            process_set=0, group_size=0, new_set_ranks=(), removed_set=0):
     session._require_init()
     array = np.asarray(x)
     dtype_code = _dtype_code(array.dtype)
@@ -104,7 +104,7 @@ def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=
     handle_native = native.submit(  # positional: keyword parsing costs microseconds here
         native.COLLECTIVES[collective], name, dtype_code, array.reshape(-1).view(np.uint8),
         array.shape, native.REDUCE_OPS[op], int(root_rank), float(prescale), float(postscale),
-        splits, int(process_set), group_size,
+        splits, int(process_set), group_size, new_set_ranks, removed_set,
     )
     return array.dtype, name, handle_native
 
@@ -257,7 +257,7 @@ def join():
     joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
     issued different numbers of them before joining line up again."""
     _, name, native = _submit("join", np.zeros(0, np.uint8), None)
-    last = synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+    last = synchronize(Handle(native, lambda n: n.last_joined_rank(), name))
     _counters.clear()
     return last
 
@@ -267,13 +267,14 @@ def add_process_set(ranks):
     of every collective. Collective over all ranks, which must pass the same ranks. Inside the
     set, ranks are numbered in increasing order from 0."""
     members = sorted(int(r) for r in ranks)
-    _, name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, splits=members)
-    return synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+    _, name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, new_set_ranks=members)
+    return synchronize(Handle(native, lambda n: n.new_process_set(), name))
 
 
 def remove_process_set(process_set):
     """Removes a process set made by :func:`add_process_set`. Collective over all ranks."""
-    _, name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None, splits=[int(process_set)])
+    _, name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None,
+                              removed_set=int(process_set))
     synchronize(Handle(native, lambda _: None, name))
 
 

@@ -35,13 +35,17 @@ int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done
   if (desc->splits) r.splits.assign(desc->splits, desc->splits + desc->nsplits);
   r.process_set = desc->process_set;
   r.group_size = desc->group_size;
+  if (desc->new_set_ranks) r.new_set_ranks.assign(desc->new_set_ranks, desc->new_set_ranks + desc->n_new_set_ranks);
+  r.removed_set = desc->removed_set;
   op.input = desc->input;
   op.allocate = [allocate, user](const Shape& shape) {
     return allocate(user, static_cast<int>(shape.size()), shape.data());
   };
-  op.done = [done, user](const Status& status, const std::vector<int64_t>& splits) {
-    done(user, static_cast<int>(status.code), status.message.c_str(), static_cast<int>(splits.size()),
-         splits.data());
+  op.done = [done, user](const Status& status, const OperationResult& result) {
+    const mpirep_result out{static_cast<int>(status.code), status.message.c_str(),
+                            static_cast<int>(result.received_splits.size()), result.received_splits.data(),
+                            result.last_joined_rank, result.new_process_set};
+    done(user, &out);
   };
   Status status = runtime->Enqueue(std::move(op));
   if (!status.ok()) CopyMessage(status.message, error, error_size);

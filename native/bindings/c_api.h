@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 2
+#define MPIREP_API_VERSION 3
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -31,14 +31,26 @@ typedef struct mpirep_op_desc {
   const void* input; /* must stay valid and unchanged until `done` */
   int process_set;   /* 0: every rank; root_rank and splits then count the set's ranks */
   int group_size;    /* tensors in its grouped allreduce, so ranks can check they agree; 0: none */
+  int n_new_set_ranks; /* add_process_set: the ranks of the new set, increasing */
+  const int64_t* new_set_ranks;
+  int removed_set;   /* remove_process_set: the id of the set to remove */
 } mpirep_op_desc;
+
+/* How an enqueued operation ended. Pointers are valid during the `done` call only. */
+typedef struct mpirep_result {
+  int status; /* a StatusCode */
+  const char* message;
+  int nsplits; /* alltoall: the rows received from each rank */
+  const int64_t* received_splits;
+  int last_joined_rank; /* join: the rank that joined last */
+  int new_process_set;  /* add_process_set: the id of the new set */
+} mpirep_result;
 
 /* Called on the background thread when the output shape is known: memory for the whole output,
  * or NULL. */
 typedef void* (*mpirep_allocate_fn)(void* user, int ndim, const int64_t* shape);
 /* Called exactly once on the background thread when an enqueued operation ends. */
-typedef void (*mpirep_done_fn)(void* user, int status, const char* message, int nsplits,
-                               const int64_t* received_splits);
+typedef void (*mpirep_done_fn)(void* user, const mpirep_result* result);
 
 typedef struct mpirep_api {
   int version;

@@ -33,6 +33,8 @@ struct Completion {
   int status = 0;
   std::string message;
   std::vector<int64_t> received_splits;
+  int last_joined_rank = -1;
+  int new_process_set = 0;
   size_t element_size = 1;
   Shape shape;
   void* output = nullptr;  // from OutputPool(); owned here until handed to numpy
@@ -54,15 +56,17 @@ void* AllocateOutput(void* user, int ndim, const int64_t* shape) {
 
 // The background thread holds a reference of its own until `done`, so a Handle dropped early
 // cannot free what the core still writes to.
-void Done(void* user, int status, const char* message, int nsplits, const int64_t* splits) {
+void Done(void* user, const mpirep_result* result) {
   auto* holder = static_cast<std::shared_ptr<Completion>*>(user);
   std::shared_ptr<Completion> c = *holder;
   delete holder;
   {
     std::lock_guard<std::mutex> lock(c->mutex);
-    c->status = status;
-    c->message = message;
-    c->received_splits.assign(splits, splits + nsplits);
+    c->status = result->status;
+    c->message = result->message;
+    c->received_splits.assign(result->received_splits, result->received_splits + result->nsplits);
+    c->last_joined_rank = result->last_joined_rank;
+    c->new_process_set = result->new_process_set;
     c->done = true;
   }
   c->cv.notify_all();
@@ -105,6 +109,8 @@ class Handle {
   }
 
   std::vector<int64_t> ReceivedSplits() const { return completion_->received_splits; }
+  int LastJoinedRank() const { return completion_->last_joined_rank; }
+  int NewProcessSet() const { return completion_->new_process_set; }
 
  private:
   std::shared_ptr<Completion> completion_;
@@ -113,7 +119,8 @@ class Handle {
 
 Handle Submit(int collective, const std::string& name, int dtype, py::buffer input,
               std::vector<int64_t> shape, int reduce_op, int root_rank, double prescale,
-              double postscale, std::vector<int64_t> splits, int process_set, int group_size) {
+              double postscale, std::vector<int64_t> splits, int process_set, int group_size,
+              std::vector<int64_t> new_set_ranks, int removed_set) {
   py::buffer_info info = input.request();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
@@ -132,6 +139,9 @@ Handle Submit(int collective, const std::string& name, int dtype, py::buffer inp
   desc.input = info.ptr;
   desc.process_set = process_set;
   desc.group_size = group_size;
+  desc.n_new_set_ranks = static_cast<int>(new_set_ranks.size());
+  desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
+  desc.removed_set = removed_set;
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
   const int status = mpirep_get_api()->enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
@@ -213,10 +223,13 @@ PYBIND11_MODULE(_core, m) {
       .def("poll", &Handle::Poll)
       .def("wait", &Handle::Wait)
       .def("take_output", &Handle::TakeOutput)
-      .def("received_splits", &Handle::ReceivedSplits);
+      .def("received_splits", &Handle::ReceivedSplits)
+      .def("last_joined_rank", &Handle::LastJoinedRank)
+      .def("new_process_set", &Handle::NewProcessSet);
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
         py::arg("shape"), py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
-        py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"));
+        py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
+        py::arg("new_set_ranks"), py::arg("removed_set"));
   m.def("process_set_ranks", [](int id) {
     auto runtime = CurrentRuntime();
     return runtime ? runtime->ProcessSetRanks(id) : std::vector<int>{};

@@ -49,7 +49,7 @@ void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
 }
 
 std::vector<Status> Executor::Run(const Response& response, const std::vector<Operation*>& ops,
-                                  std::vector<int64_t>* received_splits) {
+                                  OperationResult* result) {
   switch (response.collective) {
     case Collective::ALLREDUCE:
       return Allreduce(response, ops);
@@ -60,18 +60,18 @@ std::vector<Status> Executor::Run(const Response& response, const std::vector<Op
     case Collective::REDUCESCATTER:
       return {Reducescatter(*ops[0])};
     case Collective::ALLTOALL:
-      return {Alltoall(response, *ops[0], received_splits)};
+      return {Alltoall(response, *ops[0], &result->received_splits)};
     case Collective::BARRIER:
       return {Status::Ok()};  // agreeing that every rank arrived was the barrier
     case Collective::JOIN:
-      *received_splits = response.rank_sizes;  // the rank that joined last
+      result->last_joined_rank = response.last_joined_rank;
       return {Status::Ok()};
   }
   return {Status::Error(StatusCode::INTERNAL, "unknown collective")};
 }
 
 // Averaging divides once, on the owner of each segment, so every rank receives the same bits.
-Ring::FinishChunk Executor::Finisher(DataType dtype, ReduceOp op, double postscale) const {
+Ring::Epilogue Executor::Finisher(DataType dtype, ReduceOp op, double postscale) const {
   const int n = size_;
   if (op == ReduceOp::AVERAGE && !IsFloating(dtype)) {
     return [=](void* data, int64_t count) {
@@ -87,7 +87,7 @@ Ring::FinishChunk Executor::Finisher(DataType dtype, ReduceOp op, double postsca
 std::vector<Status> Executor::Allreduce(const Response& response, const std::vector<Operation*>& ops) {
   const DataType dtype = response.dtype;
   const size_t esize = ElementSize(dtype);
-  const Ring::FinishChunk finish = Finisher(dtype, response.op, response.postscale);
+  const Ring::Epilogue finish = Finisher(dtype, response.op, response.postscale);
   std::vector<Status> statuses(ops.size());
 
   if (ops.size() == 1) {  // reduce straight from the input into the output: no packing
@@ -131,9 +131,9 @@ Status Executor::Allgather(const Response& response, Operation& op) {
   std::vector<int64_t> segments;
   int64_t rows = 0, before = 0;
   for (int r = 0; r < size_; ++r) {
-    segments.push_back(response.rank_sizes[r] * row);
-    if (r < rank_) before += response.rank_sizes[r];
-    rows += response.rank_sizes[r];
+    segments.push_back(response.first_dims[r] * row);
+    if (r < rank_) before += response.first_dims[r];
+    rows += response.first_dims[r];
   }
   Status status;
   const size_t esize = ElementSize(op.request.dtype);
@@ -187,7 +187,7 @@ Status Executor::Alltoall(const Response& response, Operation& op,
                           std::vector<int64_t>* received_splits) {
   const Request& req = op.request;
   const int64_t row_bytes = RowElements(req.shape) * static_cast<int64_t>(ElementSize(req.dtype));
-  auto split = [&](int from, int to) { return response.rank_sizes[from * size_ + to]; };
+  auto split = [&](int from, int to) { return response.split_matrix[from * size_ + to]; };
   std::vector<int64_t> send_offset(size_ + 1, 0), recv_offset(size_ + 1, 0);
   received_splits->assign(size_, 0);
   for (int r = 0; r < size_; ++r) {

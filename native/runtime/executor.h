@@ -18,9 +18,9 @@ class Executor {
   Executor(MPI_Comm data_comm, const Config& config);
 
   // Runs `response` (kind EXECUTE) over `ops`, the local operations it names, in its order.
-  // Returns one status per op; alltoall also fills `received_splits`.
+  // Returns one status per op, and fills `result` for alltoall and join.
   std::vector<Status> Run(const Response& response, const std::vector<Operation*>& ops,
-                          std::vector<int64_t>* received_splits);
+                          OperationResult* result);
 
  private:
   std::vector<Status> Allreduce(const Response& response, const std::vector<Operation*>& ops);
@@ -32,7 +32,7 @@ class Executor {
   // The output buffer for `op`; where the adapter cannot provide one the collective still runs
   // (other ranks depend on it) into scratch memory, and the op fails afterwards.
   void* Output(Operation& op, const Shape& shape, Status* status);
-  Ring::FinishChunk Finisher(DataType dtype, ReduceOp op, double postscale) const;
+  Ring::Epilogue Finisher(DataType dtype, ReduceOp op, double postscale) const;
   char* Scratch(std::vector<char>& buffer, size_t bytes);
 
   MPI_Comm comm_;

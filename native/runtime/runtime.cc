@@ -18,8 +18,8 @@
 //
 // Shutdown is negotiated too: a rank that shuts down says so in its request list and keeps
 // serving responses; rank 0 fails whatever can no longer complete, and when every rank has
-// shut down it sends FINISH, after which each thread frees its communicators and exits. A rank
-// that shuts down because it failed aborts the job if FINISH has not come kFailedRankGrace
+// shut down it sends STOP, after which each thread frees its communicators and exits. A rank
+// that shuts down because it failed aborts the job if STOP has not come kFailedRankGrace
 // later.
 
 #include "runtime.h"
@@ -120,7 +120,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   started_.notify_all();
   try {
     Backoff backoff = NegotiationBackoff();
-    while (!finished_) {
+    while (!stopped_) {
       bool progressed = SubmitQueued();
       if (coordinator_) {
         progressed |= ReceiveRequests();
@@ -167,13 +167,14 @@ Status Runtime::Validate(const Request& r, const std::vector<int>& members) cons
     return invalid("this rank is not in process set " + std::to_string(r.process_set));
   }
   if (r.collective == Collective::ADD_PROCESS_SET) {
-    for (size_t i = 0; i < r.splits.size(); ++i) {
-      if (r.splits[i] < 0 || r.splits[i] >= topology_.size || (i > 0 && r.splits[i] <= r.splits[i - 1])) {
+    const std::vector<int64_t>& ranks = r.new_set_ranks;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] < 0 || ranks[i] >= topology_.size || (i > 0 && ranks[i] <= ranks[i - 1])) {
         return invalid("a process set needs distinct ranks in 0.." + std::to_string(topology_.size - 1) +
-                       ", in increasing order; got " + ShapeString(r.splits));
+                       ", in increasing order; got " + ShapeString(ranks));
       }
     }
-    if (r.splits.empty()) return invalid("a process set needs at least one rank");
+    if (ranks.empty()) return invalid("a process set needs at least one rank");
   }
   for (int64_t d : r.shape) {
     if (d < 0) return invalid("negative dimension in shape " + ShapeString(r.shape));
@@ -306,9 +307,9 @@ bool Runtime::RespondIfReady() {
   list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold_bytes,
                               config_.chunk_bytes * topology_.size);
   if (coordinator_->AllShutDown() && !coordinator_->HasPending()) {
-    Response finish;
-    finish.kind = Response::Kind::FINISH;
-    list.responses.push_back(finish);
+    Response stop;
+    stop.kind = Response::Kind::STOP;
+    list.responses.push_back(stop);
   }
   if (list.responses.empty()) return false;
   holding_since_.reset();
@@ -323,7 +324,7 @@ bool Runtime::RespondIfReady() {
 bool Runtime::ReceiveResponses() {
   bool any = false;
   MPI_Status status;
-  while (!finished_ && MessageWaiting(control_, kCoordinator, kResponseTag, &status)) {
+  while (!stopped_ && MessageWaiting(control_, kCoordinator, kResponseTag, &status)) {
     ResponseList list = DecodeResponseList(ReceiveMessage(control_, status, kResponseTag));
     for (const Response& response : list.responses) Execute(response);
     any = true;
@@ -365,8 +366,8 @@ void Runtime::AbortIfFailedLongAgo() {
 
 void Runtime::Execute(const Response& response) {
   switch (response.kind) {
-    case Response::Kind::FINISH:
-      finished_ = true;
+    case Response::Kind::STOP:
+      stopped_ = true;
       return;
     case Response::Kind::ERROR:
       if (!response.error_ranks.empty() &&
@@ -375,7 +376,7 @@ void Runtime::Execute(const Response& response) {
         return;
       }
       for (const std::string& name : response.names) {
-        Complete(name, Status::Error(response.error_code, response.error));
+        Deliver(name, Status::Error(response.error_code, response.error));
       }
       return;
     case Response::Kind::EXECUTE:
@@ -383,7 +384,9 @@ void Runtime::Execute(const Response& response) {
   }
   if (response.collective == Collective::ADD_PROCESS_SET || response.collective == Collective::REMOVE_PROCESS_SET) {
     ChangeProcessSets(response);
-    Complete(response.names[0], Status::Ok(), {response.rank_sizes[0]});
+    OperationResult result;
+    result.new_process_set = response.new_set_id;
+    Deliver(response.names[0], Status::Ok(), result);
     return;
   }
   auto executor = executors_.find(response.process_set);
@@ -400,12 +403,12 @@ void Runtime::Execute(const Response& response) {
       throw std::runtime_error("told to run '" + response.names[i] + "', which this rank never submitted");
     }
   }
-  std::vector<int64_t> received_splits;
+  OperationResult result;
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<Status> statuses = executor->second.executor->Run(response, ops, &received_splits);
+  const std::vector<Status> statuses = executor->second.executor->Run(response, ops, &result);
   if (timeline_ && timeline_->enabled()) Record(response, ops, start);
   for (size_t i = 0; i < response.names.size(); ++i) {
-    Complete(response.names[i], statuses[i], received_splits);
+    Deliver(response.names[i], statuses[i], result);
   }
 }
 
@@ -427,7 +430,7 @@ Runtime::StandIn::StandIn(const Response& response, size_t index) {
     discarded.resize(std::max<size_t>(1, NumElements(shape) * ElementSize(op.request.dtype)));
     return static_cast<void*>(discarded.data());
   };
-  op.done = [](const Status&, const std::vector<int64_t>&) {};
+  op.done = [](const Status&, const OperationResult&) {};
 }
 
 void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
@@ -444,9 +447,9 @@ void Runtime::Record(const Response& response, const std::vector<Operation*>& op
 
 // Every rank runs this in the same response order, so the splits below pair up.
 void Runtime::ChangeProcessSets(const Response& response) {
-  const int32_t id = static_cast<int32_t>(response.rank_sizes[0]);
   if (response.collective == Collective::ADD_PROCESS_SET) {
-    std::vector<int> members(response.rank_sizes.begin() + 1, response.rank_sizes.end());
+    const int32_t id = response.new_set_id;
+    std::vector<int> members(response.new_set_ranks.begin(), response.new_set_ranks.end());
     const bool member = std::find(members.begin(), members.end(), topology_.rank) != members.end();
     MPI_Comm comm;
     MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
@@ -458,6 +461,7 @@ void Runtime::ChangeProcessSets(const Response& response) {
     process_sets_[id] = std::move(members);
     return;
   }
+  const int32_t id = response.removed_set;
   auto it = executors_.find(id);
   if (it != executors_.end()) {
     it->second.executor.reset();
@@ -474,8 +478,7 @@ std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
   return it == process_sets_.end() ? std::vector<int>{} : it->second;
 }
 
-void Runtime::Complete(const std::string& name, const Status& status,
-                       const std::vector<int64_t>& received_splits) {
+void Runtime::Deliver(const std::string& name, const Status& status, const OperationResult& result) {
   auto it = submitted_.find(name);
   if (it == submitted_.end()) return;  // a stand-in, or a failure announced to all ranks
   Operation op = std::move(it->second);
@@ -485,7 +488,7 @@ void Runtime::Complete(const std::string& name, const Status& status,
     std::lock_guard<std::mutex> lock(mutex_);
     in_flight_.erase(name);
   }
-  op.done(status, received_splits);
+  op.done(status, result);
 }
 
 void Runtime::SendControl(int to, int tag, std::string bytes) {

@@ -66,8 +66,8 @@ class Runtime {
   void Execute(const Response& response);
   void Record(const Response& response, const std::vector<Operation*>& ops,
               std::chrono::steady_clock::time_point start);
-  void Complete(const std::string& name, const Status& status,
-                const std::vector<int64_t>& received_splits = {});
+  // Ends the local operation `name`, if this rank submitted it: calls its `done`.
+  void Deliver(const std::string& name, const Status& status, const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
   void ReapSends(bool block);
   bool WaitingOnPeers() const;
@@ -114,7 +114,7 @@ class Runtime {
   bool shutdown_sent_ = false;
   // Set when this rank has sent a shutdown with a reason (it failed).
   std::optional<std::chrono::steady_clock::time_point> abort_at_;
-  bool finished_ = false;
+  bool stopped_ = false;  // rank 0 said STOP
   std::optional<Coordinator::Clock::time_point> holding_since_;  // ready tensors held back
   Coordinator::Clock::time_point last_stall_check_;
 };

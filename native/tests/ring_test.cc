@@ -74,8 +74,8 @@ void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, bool in_p
   }
 }
 
-// The finishing step runs exactly once per element, on the segment's owner, before sharing.
-void CheckFinishIsAppliedOnce(int n, int64_t count) {
+// The epilogue runs exactly once per element, on the segment's owner, before sharing.
+void CheckEpilogueRunsOnce(int n, int64_t count) {
   std::vector<std::vector<double>> results(n);
   OnRanks(n, [&](Transport& t) {
     std::vector<double> buf(count);
@@ -172,7 +172,7 @@ void RunRingTests() {
       CheckAllreduce<double>(n, count, DataType::FLOAT64, ReduceOp::MAX, false, 128);
       CheckAllreduce<int8_t>(n, count, DataType::INT8, ReduceOp::MIN, false, 64);
     }
-    CheckFinishIsAppliedOnce(n, 333);
+    CheckEpilogueRunsOnce(n, 333);
     CheckUnevenAllgather(n);
     CheckReduceScatter(n);
     CheckHalfPrecision(n);

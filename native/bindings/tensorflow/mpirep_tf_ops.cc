@@ -173,16 +173,16 @@ void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
   return DataOf(*output);
 }
 
-void Finish(void* user, int code, const char* message, int nsplits, const int64_t* received) {
+void Done(void* user, const mpirep_result* result) {
   std::unique_ptr<InFlight> op(static_cast<InFlight*>(user));
-  absl::Status status = TfStatus(code, message);
+  absl::Status status = TfStatus(result->status, result->message);
   if (status.ok()) {
     Tensor* splits = nullptr;
-    const int64_t count = op->returns_splits ? nsplits : 0;
+    const int64_t count = op->returns_splits ? result->nsplits : 0;
     status = op->context->allocate_output(1, TensorShape({count}), &splits);
     if (status.ok()) {
       auto flat = splits->flat<int64_t>();
-      for (int64_t i = 0; i < count; ++i) flat(i) = received[i];
+      for (int64_t i = 0; i < count; ++i) flat(i) = result->received_splits[i];
     }
   }
   op->context->SetStatus(status);
@@ -237,8 +237,8 @@ class CollectiveOp : public AsyncOpKernel {
     desc.process_set = process_set_;
 
     char error[1024] = "";
-    InFlight* user = op.release();  // owned by Finish from here on, if the enqueue succeeds
-    const int code = api->enqueue(&desc, AllocateOutput, Finish, user, error, sizeof(error));
+    InFlight* user = op.release();  // owned by Done from here on, if the enqueue succeeds
+    const int code = api->enqueue(&desc, AllocateOutput, Done, user, error, sizeof(error));
     if (code != static_cast<int>(mpirep::StatusCode::OK)) {
       std::unique_ptr<InFlight> failed(user);
       failed->context->SetStatus(TfStatus(code, error));
