@@ -35,7 +35,4 @@ class MpiTransport : public Transport {
 void WaitPolitely(MPI_Request* request, Backoff backoff);
 inline Backoff DataPathBackoff() { return Backoff(/*spin_micros=*/2000, /*max_sleep_micros=*/50); }
 
-// MPI takes int counts; every message the core sends is cut to at most this many bytes.
-constexpr size_t kMaxMessageBytes = size_t{1} << 30;
-
 }  // namespace mpirep

@@ -30,7 +30,8 @@
 
 #include "core/backoff.h"
 #include "core/fusion.h"
-#include "core/reduce.h"
+#include "core/stand_in.h"
+#include "core/validation.h"
 
 namespace mpirep {
 namespace {
@@ -97,7 +98,7 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_size(cross, &topology_.cross_size);
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
-  executors_[0].executor = std::make_unique<Executor>(data_, config_);
+  executors_[0] = std::make_unique<ProcessSetComm>(data_, config_.chunk_bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<int>& everyone = process_sets_[0];
@@ -148,67 +149,11 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   submitted_.clear();
   ReapSends(true);
   for (auto& [id, set] : executors_) {
-    set.executor.reset();
-    if (id != 0) MPI_Comm_free(&set.data);
+    if (id != 0) MPI_Comm_free(&set->data);
   }
+  executors_.clear();
   MPI_Comm_free(&control_);
   MPI_Comm_free(&data_);
-}
-
-// `members`: the ranks of the request's process set.
-Status Runtime::Validate(const Request& r, const std::vector<int>& members) const {
-  const std::string where = "rank " + std::to_string(topology_.rank) + ": ";
-  auto invalid = [&](const std::string& why) {
-    return Status::Error(StatusCode::INVALID_ARGUMENT, where + why + " (tensor '" + r.name + "')");
-  };
-  if (r.name.empty()) return invalid("an operation needs a name");
-  const int set_size = static_cast<int>(members.size());
-  if (std::find(members.begin(), members.end(), topology_.rank) == members.end()) {
-    return invalid("this rank is not in process set " + std::to_string(r.process_set));
-  }
-  if (r.collective == Collective::ADD_PROCESS_SET) {
-    const std::vector<int64_t>& ranks = r.new_set_ranks;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      if (ranks[i] < 0 || ranks[i] >= topology_.size || (i > 0 && ranks[i] <= ranks[i - 1])) {
-        return invalid("a process set needs distinct ranks in 0.." + std::to_string(topology_.size - 1) +
-                       ", in increasing order; got " + ShapeString(ranks));
-      }
-    }
-    if (ranks.empty()) return invalid("a process set needs at least one rank");
-  }
-  for (int64_t d : r.shape) {
-    if (d < 0) return invalid("negative dimension in shape " + ShapeString(r.shape));
-  }
-  if ((r.collective == Collective::ALLREDUCE || r.collective == Collective::REDUCESCATTER) &&
-      !ReduceOpSupported(r.dtype, r.op)) {
-    return Status::Error(StatusCode::UNSUPPORTED, where + ReduceOpName(r.op) + " is not defined for " +
-                                                      DataTypeName(r.dtype) + " (tensor '" + r.name + "')");
-  }
-  const bool needs_rows = r.collective == Collective::ALLGATHER ||
-                          r.collective == Collective::REDUCESCATTER ||
-                          r.collective == Collective::ALLTOALL;
-  if (needs_rows && r.shape.empty()) {
-    return invalid(std::string(CollectiveName(r.collective)) + " needs a tensor of at least one dimension");
-  }
-  if (r.collective == Collective::BROADCAST && (r.root < 0 || r.root >= set_size)) {
-    return invalid("root rank " + std::to_string(r.root) + " is outside 0.." + std::to_string(set_size - 1));
-  }
-  if (r.collective == Collective::ALLTOALL) {
-    if (static_cast<int>(r.splits.size()) != set_size) {
-      return invalid("alltoall needs one split per rank (" + std::to_string(set_size) +
-                     "), got " + std::to_string(r.splits.size()));
-    }
-    int64_t total = 0;
-    for (int64_t s : r.splits) {
-      if (s < 0) return invalid("alltoall splits must not be negative");
-      total += s;
-    }
-    if (total != r.shape[0]) {
-      return invalid("alltoall splits sum to " + std::to_string(total) + " but the first dimension is " +
-                     std::to_string(r.shape[0]));
-    }
-  }
-  return Status::Ok();
 }
 
 Status Runtime::Enqueue(Operation op) {
@@ -216,13 +161,7 @@ Status Runtime::Enqueue(Operation op) {
   op.enqueued_at = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto set = process_sets_.find(op.request.process_set);
-    if (set == process_sets_.end()) {
-      return Status::Error(StatusCode::INVALID_ARGUMENT, "rank " + std::to_string(topology_.rank) +
-                                                             ": unknown process set " +
-                                                             std::to_string(op.request.process_set));
-    }
-    Status valid = Validate(op.request, set->second);
+    Status valid = ValidateRequest(op.request, topology_.rank, topology_.size, process_sets_);
     if (!valid.ok()) return valid;
     if (!accepting_) {
       return Status::Error(StatusCode::SHUT_DOWN, "mpirep has been shut down on rank " +
@@ -405,32 +344,11 @@ void Runtime::Execute(const Response& response) {
   }
   OperationResult result;
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<Status> statuses = executor->second.executor->Run(response, ops, &result);
+  const std::vector<Status> statuses = executor->second->executor.Run(response, ops, &result);
   if (timeline_ && timeline_->enabled()) Record(response, ops, start);
   for (size_t i = 0; i < response.names.size(); ++i) {
     Deliver(response.names[i], statuses[i], result);
   }
-}
-
-// Takes part in a collective for a rank that has joined: zeros in, output discarded.
-Runtime::StandIn::StandIn(const Response& response, size_t index) {
-  Request& r = op.request;
-  r.collective = response.collective;
-  r.name = response.names[index];
-  r.dtype = response.dtype;
-  r.shape = response.shapes[index];
-  if (r.collective == Collective::ALLGATHER) r.shape[0] = 0;  // no rows of its own
-  r.op = response.op;
-  r.root = response.root;
-  r.prescale = response.prescale;
-  r.postscale = response.postscale;
-  zeros.assign(std::max<size_t>(1, NumElements(r.shape) * ElementSize(r.dtype)), 0);
-  op.input = zeros.data();
-  op.allocate = [this](const Shape& shape) {
-    discarded.resize(std::max<size_t>(1, NumElements(shape) * ElementSize(op.request.dtype)));
-    return static_cast<void*>(discarded.data());
-  };
-  op.done = [](const Status&, const OperationResult&) {};
 }
 
 void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
@@ -453,10 +371,7 @@ void Runtime::ChangeProcessSets(const Response& response) {
     const bool member = std::find(members.begin(), members.end(), topology_.rank) != members.end();
     MPI_Comm comm;
     MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
-    if (member) {
-      executors_[id].data = comm;
-      executors_[id].executor = std::make_unique<Executor>(comm, config_);
-    }
+    if (member) executors_[id] = std::make_unique<ProcessSetComm>(comm, config_.chunk_bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     process_sets_[id] = std::move(members);
     return;
@@ -464,9 +379,9 @@ void Runtime::ChangeProcessSets(const Response& response) {
   const int32_t id = response.removed_set;
   auto it = executors_.find(id);
   if (it != executors_.end()) {
-    it->second.executor.reset();
-    MPI_Comm_free(&it->second.data);
+    MPI_Comm comm = it->second->data;
     executors_.erase(it);
+    MPI_Comm_free(&comm);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   process_sets_.erase(id);

@@ -3,31 +3,17 @@
 // chunks (a chunk of 64 bytes). Inputs depend on rank and index; expected values are closed
 // forms; every rank must hold the same bits.
 #include <cstring>
-#include <functional>
-#include <thread>
 #include <vector>
 
 #include "check.h"
 #include "core/half.h"
-#include "inproc_transport.h"
 #include "core/ring.h"
+#include "on_ranks.h"
 
 using namespace mpirep;
+using mpirep_test::OnRanks;
 
 namespace {
-
-// Runs body(transport) on `n` threads, one per rank.
-void OnRanks(int n, const std::function<void(Transport&)>& body) {
-  InProcessWorld world(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      InProcessTransport transport(world, r);
-      body(transport);
-    });
-  }
-  for (auto& t : threads) t.join();
-}
 
 int64_t Factor(int64_t i) { return i % 7 + 1; }
 
