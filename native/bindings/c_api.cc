@@ -1,26 +1,75 @@
 #include "c_api.h"
 
+#include <mpi.h>
+
 #include <cstring>
+#include <exception>
 #include <string>
 
+#include "core/buffer_pool.h"
+#include "core/settings.h"
 #include "runtime/session.h"
 
 namespace mpirep {
 namespace {
 
-void CopyMessage(const std::string& message, char* out, size_t size) {
-  if (!out || size == 0) return;
-  const size_t n = std::min(message.size(), size - 1);
-  std::memcpy(out, message.data(), n);
-  out[n] = '\0';
+// Output memory of every operation of every binding; 1 GiB of it may wait for reuse. Never
+// destroyed: arrays and tensors may outlive static destructors.
+BufferPool& OutputPool() {
+  static BufferPool* pool = new BufferPool(size_t{1} << 30);
+  return *pool;
 }
 
-int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done_fn done,
-            void* user, char* error, size_t error_size) {
+int Report(StatusCode code, const std::string& message, char* out, size_t size) {
+  if (out && size > 0) {
+    const size_t n = std::min(message.size(), size - 1);
+    std::memcpy(out, message.data(), n);
+    out[n] = '\0';
+  }
+  return static_cast<int>(code);
+}
+
+int Start(int fortran_comm, int nsettings, const char* const* names, const char* const* values, char* error,
+          size_t error_size) {
+  Config config;
+  for (int i = 0; i < nsettings; ++i) {
+    const std::string why = SetSetting(&config, names[i], values[i]);
+    if (!why.empty()) return Report(StatusCode::INVALID_ARGUMENT, why, error, error_size);
+  }
+  try {
+    StartSession(MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm)), config);
+  } catch (const std::exception& e) {
+    return Report(StatusCode::INTERNAL, e.what(), error, error_size);
+  }
+  return static_cast<int>(StatusCode::OK);
+}
+
+void Shutdown(const char* reason) { EndSession(reason ? reason : ""); }
+
+int IsInitialized() { return CurrentRuntime() != nullptr; }
+
+int GetTopology(mpirep_topology* out) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return 0;
+  const Topology& t = runtime->topology();
+  *out = {t.rank, t.size, t.local_rank, t.local_size, t.cross_rank, t.cross_size};
+  return 1;
+}
+
+int ProcessSetRanks(int id, int* out, int capacity) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return -1;
+  const std::vector<int> ranks = runtime->ProcessSetRanks(id);
+  if (ranks.empty()) return -1;
+  for (int i = 0; i < capacity && i < static_cast<int>(ranks.size()); ++i) out[i] = ranks[i];
+  return static_cast<int>(ranks.size());
+}
+
+int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done_fn done, void* user, char* error,
+            size_t error_size) {
   std::shared_ptr<Runtime> runtime = CurrentRuntime();
   if (!runtime) {
-    CopyMessage("mpirep is not initialised: call mpirep.init() first", error, error_size);
-    return static_cast<int>(StatusCode::SHUT_DOWN);
+    return Report(StatusCode::NOT_INITIALIZED, "mpirep is not initialised: call init() first", error, error_size);
   }
   Operation op;
   Request& r = op.request;
@@ -47,24 +96,16 @@ int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done
                             result.last_joined_rank, result.new_process_set};
     done(user, &out);
   };
-  Status status = runtime->Enqueue(std::move(op));
-  if (!status.ok()) CopyMessage(status.message, error, error_size);
-  return static_cast<int>(status.code);
+  const Status status = runtime->Enqueue(std::move(op));
+  return status.ok() ? static_cast<int>(StatusCode::OK) : Report(status.code, status.message, error, error_size);
 }
 
-int IsInitialized() { return CurrentRuntime() != nullptr; }
+void* GetOutputBuffer(size_t bytes, size_t* capacity) { return OutputPool().Get(bytes, capacity); }
 
-int Rank() {
-  auto runtime = CurrentRuntime();
-  return runtime ? runtime->topology().rank : -1;
-}
+void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capacity); }
 
-int Size() {
-  auto runtime = CurrentRuntime();
-  return runtime ? runtime->topology().size : -1;
-}
-
-const mpirep_api kApi = {MPIREP_API_VERSION, Enqueue, IsInitialized, Rank, Size};
+const mpirep_api kApi = {MPIREP_API_VERSION, Start,   Shutdown,        IsInitialized,  GetTopology,
+                         ProcessSetRanks,    Enqueue, GetOutputBuffer, PutOutputBuffer};
 
 }  // namespace
 }  // namespace mpirep

@@ -106,7 +106,7 @@ void Runtime::Setup(MPI_Comm comm) {
   }
   if (topology_.rank == kCoordinator) {
     coordinator_ = std::make_unique<Coordinator>(topology_.size);
-    timeline_ = std::make_unique<Timeline>(config_.timeline_path);
+    timeline_ = std::make_unique<Timeline>(config_.timeline);
   }
   last_stall_check_ = Coordinator::Clock::now();
 }
@@ -243,7 +243,7 @@ bool Runtime::RespondIfReady() {
   }
   ResponseList list;
   // A tensor with at least a chunk per ring segment already pipelines fully on its own.
-  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold_bytes,
+  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold,
                               config_.chunk_bytes * topology_.size);
   if (coordinator_->AllShutDown() && !coordinator_->HasPending()) {
     Response stop;
@@ -272,19 +272,19 @@ bool Runtime::ReceiveResponses() {
 }
 
 void Runtime::WarnAboutStalls() {
-  if (config_.stall_check_seconds <= 0) return;
+  if (config_.stall_check_time_seconds <= 0) return;
   const auto now = Coordinator::Clock::now();
   if (now - last_stall_check_ < std::chrono::seconds(1)) return;
   last_stall_check_ = now;
   const auto after = std::chrono::duration_cast<Coordinator::Clock::duration>(
-      std::chrono::duration<double>(config_.stall_check_seconds));
+      std::chrono::duration<double>(config_.stall_check_time_seconds));
   for (const std::string& line : coordinator_->StallWarnings(now, after)) {
     std::fprintf(stderr, "[mpirep] WARNING: stalled collective: %s\n", line.c_str());
   }
-  if (config_.stall_shutdown_seconds <= 0) return;
+  if (config_.stall_shutdown_time_seconds <= 0) return;
   const std::string error = coordinator_->CancelStalled(
       now, std::chrono::duration_cast<Coordinator::Clock::duration>(
-               std::chrono::duration<double>(config_.stall_shutdown_seconds)));
+               std::chrono::duration<double>(config_.stall_shutdown_time_seconds)));
   if (!error.empty()) std::fprintf(stderr, "[mpirep] ERROR: %s\n", error.c_str());
 }
 

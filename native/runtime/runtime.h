@@ -15,7 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/config.h"
+#include "core/settings.h"
 #include "core/coordinator.h"
 #include "core/executor.h"
 #include "core/operation.h"

@@ -9,11 +9,13 @@ void RunCoordinatorTests();
 void RunMessageTests();
 void RunValidationTests();
 void RunExecutorTests();
+void RunSettingsTests();
 
 int main() {
   RunMessageTests();
   RunFusionTests();
   RunCoordinatorTests();
+  RunSettingsTests();
   RunValidationTests();
   RunRingTests();
   RunExecutorTests();
