@@ -235,11 +235,8 @@ def reducescatter(tensor, device_dense="", compression=Compression.none, op=None
 
     @_differentiable
     def forward(x):
-        if prescale_factor != 1.0:
-            x = x * tf.cast(prescale_factor, x.dtype)
-        output, _ = target.run("reducescatter", x, name, reduce_op=op)
-        if postscale_factor != 1.0:
-            output = output * tf.cast(postscale_factor, output.dtype)
+        output, _ = target.run("reducescatter", x, name, reduce_op=op, prescale=prescale_factor,
+                               postscale=postscale_factor)
 
         def grad(dy):
             gathered = allgather(dy, process_set=process_set)
