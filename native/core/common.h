@@ -46,15 +46,15 @@ namespace mpirep {
 
 // X(ENUM, python_name, canonical error code): the canonical code (absl::StatusCode, gRPC, and
 // TensorFlow's tf.errors, as Horovod raises them) that a framework reports the status as.
-#define MPIREP_STATUS_CODES(X)                                                                  \
-  X(OK, ok, OK)                                                                                 \
-  X(INVALID_ARGUMENT, invalid_argument, INVALID_ARGUMENT) /* bad input on this rank */          \
-  X(MISMATCH, mismatch, FAILED_PRECONDITION)              /* ranks disagree about one tensor */ \
-  X(SHUT_DOWN, shut_down, ABORTED)                        /* stopped before it ran */           \
-  X(UNSUPPORTED, unsupported, UNIMPLEMENTED)              /* a valid request the core cannot do */ \
-  X(INTERNAL, internal, INTERNAL)                                                               \
-  X(STALLED, stalled, DEADLINE_EXCEEDED)                  /* waited past the stall shutdown time */ \
-  X(NOT_INITIALIZED, not_initialized, FAILED_PRECONDITION) /* used before init or after shutdown */
+#define MPIREP_STATUS_CODES(X)                                                                        \
+  X(OK, ok, OK)                                                                                       \
+  X(INVALID_ARGUMENT, invalid_argument, INVALID_ARGUMENT)   /* bad input on this rank */              \
+  X(MISMATCH, mismatch, FAILED_PRECONDITION)                /* ranks disagree about one tensor */     \
+  X(SHUT_DOWN, shut_down, ABORTED)                          /* stopped before it ran */               \
+  X(UNSUPPORTED, unsupported, UNIMPLEMENTED)                /* a valid request the core cannot do */  \
+  X(INTERNAL, internal, INTERNAL)                                                                     \
+  X(STALLED, stalled, DEADLINE_EXCEEDED)                    /* waited past the stall shutdown time */ \
+  X(NOT_INITIALIZED, not_initialized, FAILED_PRECONDITION)  /* used before init or after shutdown */
 
 #define MPIREP_ENUM_ENTRY(name, ...) name,
 enum class DataType : uint8_t { MPIREP_DTYPES(MPIREP_ENUM_ENTRY) };

@@ -39,12 +39,15 @@ bool BelowMinimum(const T& value, double minimum) {
 }  // namespace
 
 std::string SetSetting(Config* config, const std::string& name, const std::string& text) {
-#define MPIREP_SETTING(setting, type, default_value, minimum, ...)                                    \
-  if (name == #setting) {                                                                             \
-    if (!Parse(text, &config->setting)) return "mpirep setting " #setting ": cannot read '" + text + \
-                                               "' as " #type;                                         \
-    if (BelowMinimum(config->setting, minimum)) return "mpirep setting " #setting " must be at least " #minimum; \
-    return "";                                                                                        \
+#define MPIREP_SETTING(setting, type, default_value, minimum, ...)                       \
+  if (name == #setting) {                                                                \
+    if (!Parse(text, &config->setting)) {                                                \
+      return "mpirep setting " #setting ": cannot read '" + text + "' as " #type;        \
+    }                                                                                    \
+    if (BelowMinimum(config->setting, minimum)) {                                        \
+      return "mpirep setting " #setting " must be at least " #minimum;                   \
+    }                                                                                    \
+    return "";                                                                           \
   }
 #include "settings.def"
 #undef MPIREP_SETTING

@@ -15,10 +15,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/settings.h"
 #include "core/coordinator.h"
 #include "core/executor.h"
 #include "core/operation.h"
+#include "core/settings.h"
 #include "core/timeline.h"
 #include "mpi_transport.h"
 
@@ -92,7 +92,8 @@ class Runtime {
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
   struct ProcessSetComm {  // this rank's side of a process set it belongs to
-    ProcessSetComm(MPI_Comm comm, int64_t chunk_bytes) : data(comm), transport(comm), executor(transport, chunk_bytes) {}
+    ProcessSetComm(MPI_Comm comm, int64_t chunk_bytes)
+        : data(comm), transport(comm), executor(transport, chunk_bytes) {}
     MPI_Comm data;
     MpiTransport transport;
     Executor executor;
