@@ -43,7 +43,7 @@ setup(
     package_dir={"mpirep.launch": "launch", "mpirep._native_src": "native"},
     package_data={"mpirep.launch": ["slurm/*.sbatch"],
                   "mpirep._native_src": ["core/*.h", "core/*.def", "bindings/*.h",
-                                         "bindings/tensorflow/*.cc"]},
+                                         "bindings/tensorflow/*.cc", "bindings/tensorflow/*.h"]},
     include_package_data=False,  # only the files above; MANIFEST.in lists the sdist's sources
     ext_modules=[core],
     cmdclass={"build_ext": BuildExt},

@@ -4,7 +4,7 @@
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 VENV=$ROOT/.venv
 PY=$VENV/bin/python
-CLUSTER_DIR=$ROOT/../shared/cluster   # the shared cluster scripts, beside the checkout in CI
+CLUSTER_DIR=$ROOT/dev/cluster   # the harness that starts Slurm clusters and emulated hosts
 
 # The venv's mpirun comes first: when the core was built against an MPI wheel, that wheel's
 # launcher is the one that matches.
@@ -23,3 +23,8 @@ fi
 mpirun_local_args() {
   if mpirun --version 2>&1 | grep -q "Open MPI"; then echo --oversubscribe; fi
 }
+
+# The oldest TensorFlow mpirep supports, and the second venv, made by dev/setup-tf-oldest, in
+# which dev/test runs the TensorFlow suites again.
+OLDEST_TF=2.12
+OLDEST_TF_VENV=$ROOT/.venv-tf$OLDEST_TF

@@ -35,12 +35,12 @@ def launch(args, environ):
     hosts = resolve.read_hosts(args)
     launcher = resolve.choose_launcher(args.launcher, hosts, environ)
     job = resolve.build_job(args, launcher, hosts, environ)
-    if launcher == "srun" and not shutil.which("srun", path=environ.get("PATH")):
-        raise LaunchError("srun not found on PATH; outside Slurm use --launcher mpirun")
     plan, info = resolve.plan_for(job, launcher, environ)
-    if args.dry_run:
+    if args.dry_run:   # prints the plan even where it could not run
         print(plan.render(), flush=True)
         return 0
+    if launcher == "srun" and not shutil.which("srun", path=environ.get("PATH")):
+        raise LaunchError("srun not found on PATH; outside Slurm use --launcher mpirun")
     if args.verbose:
         _say(f"MPI: {info.flavour} {info.version}" if info else "launching with srun")
         _say(plan.render())

@@ -19,7 +19,8 @@ import tensorflow as tf
 from mpirep._native_sources import native_dir
 
 # The op library's source, then every header it includes.
-_SOURCE_NAMES = ("bindings/tensorflow/mpirep_tf_ops.cc", "bindings/c_api.h", "core/common.h")
+_SOURCE_NAMES = ("bindings/tensorflow/mpirep_tf_ops.cc", "bindings/tensorflow/tf_compat.h",
+                 "bindings/c_api.h", "core/common.h")
 
 
 class BuildError(RuntimeError):

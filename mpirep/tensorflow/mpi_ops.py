@@ -18,9 +18,12 @@ from mpirep.tensorflow.process_sets import global_process_set, resolve
 
 try:  # whether any GradientTape is recording; private, so absent means "assume one is"
     from tensorflow.python.eager.record import could_possibly_record as _tape_may_record
-except ImportError:  # pragma: no cover
-    def _tape_may_record():
-        return True
+except ImportError:
+    try:  # TensorFlow 2.12 keeps it in the tape module
+        from tensorflow.python.eager.tape import could_possibly_record as _tape_may_record
+    except ImportError:  # pragma: no cover
+        def _tape_may_record():
+            return True
 
 # Autograph would otherwise try to rewrite this library's Python when a user's tf.function calls it.
 _not_autograph = tf.autograph.experimental.do_not_convert

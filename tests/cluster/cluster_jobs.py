@@ -11,10 +11,11 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-CLUSTER = pathlib.Path(os.environ.get("MPIREP_CLUSTER_DIR", REPO.parent / "shared" / "cluster"))
-ON_HOST = str(CLUSTER / "on-host")
-NETNS_BASE = os.environ.get("MPIREP_NETNS_BASE", "/tmp/mpirep-netns")
-NET = os.environ.get("MPIREP_NET", "10.77.77") + ".0/24"
+ON_HOST = str(REPO / "dev" / "cluster" / "on-host")
+# Where the emulated hosts' ssh config lives and the subnet they share: run.sh takes both from
+# dev/cluster/lib.sh and sets them when the hosts are up.
+SSH_CONFIG = os.environ.get("MPIREP_HOSTS_SSH_CONFIG", "")
+NET = os.environ.get("MPIREP_HOSTS_SUBNET", "")
 
 # absolute but not resolved: a virtual environment's bin/python must stay a venv path
 PY = os.environ.get("PYTHON") or sys.executable

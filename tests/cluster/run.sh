@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# Start the real clusters, run the cluster tests against them, and always tear down.
+# Start the real clusters of dev/cluster/, run the cluster tests against them, and always
+# tear them down.
 #
 #   tests/cluster/run.sh [PYTEST_ARGS...]
 #
 #   PYTHON               interpreter with mpi4py, numpy and pytest (and mpirep, when installed:
 #                        then its mpirep-run is the launcher under test)      (default python3)
-#   MPIREP_CLUSTER_DIR   the cluster scripts          (default: <repo>/../shared/cluster)
 #   MPIREP_TEST_TIMEOUT  limit for the whole pytest run, in seconds        (default 600)
+#   and the settings of dev/cluster/ (see dev/cluster/README.md)
 #
 # The multi-host tests (emulated hosts h1/h2, 2-node Slurm) are skipped only when this
 # machine cannot create network namespaces; if it can, a failure to start them fails the run.
 set -uo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
-C=$(readlink -f "${MPIREP_CLUSTER_DIR:-$HERE/../../../shared/cluster}")
-export MPIREP_CLUSTER_DIR=$C
+C=$(readlink -f "$HERE/../../dev/cluster")
+LOG_TAG=cluster-tests
+source "$C/lib.sh"
+source "$C/slurm.sh"
 PYTHON=${PYTHON:-python3}
 T0=$SECONDS
 stamp() { echo "[cluster-tests +$((SECONDS - T0))s] $*"; }
 
 teardown() {
-  "$C/stop-slurm-2node.sh"   # before netns-down: its slurmds live in the namespaces
-  "$C/netns-down.sh"
-  "$C/stop-slurm.sh"
+  stamp "tearing down"
+  "$C/down"
   stamp "torn down"
 }
 TEST_PID=""
@@ -29,31 +31,36 @@ on_signal() { [ -n "$TEST_PID" ] && kill -TERM "$TEST_PID" 2>/dev/null; exit 130
 trap teardown EXIT
 trap on_signal INT TERM
 
-"$C/setup-mpi-env.sh" || exit 1
+"$C/install" || exit 1
 # absolute, not resolved: ranks on h2 start over ssh and need the venv's own path
 PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)') || exit 1
 export PYTHON
 
-unset MPIREP_SLURM_CONF MPIREP_SLURM2_CONF
+unset MPIREP_SLURM_CONF MPIREP_SLURM2_CONF MPIREP_HOSTS_SSH_CONFIG MPIREP_HOSTS_SUBNET
 export MPIREP_NETNS_UP=0
-"$C/start-slurm.sh" || exit 1
-export MPIREP_SLURM_CONF=${MPIREP_SLURM_BASE:-/tmp/mpirep-slurm}/etc/slurm.conf
+stamp "starting a single-node Slurm cluster on 127.0.0.1"
+"$C/slurm-up" local || exit 1
+slurm_layout local
+export MPIREP_SLURM_CONF=$CONF
 if unshare --net true 2>/dev/null; then
-  "$C/netns-up.sh" || exit 1
-  export MPIREP_NETNS_UP=1
-  "$C/start-slurm-2node.sh" || exit 1
-  export MPIREP_SLURM2_CONF=${MPIREP_SLURM2_BASE:-/tmp/mpirep-slurm2}/etc/slurm.conf
+  stamp "starting emulated hosts h1 and h2 (network namespaces, sshd each)"
+  "$C/hosts-up" 2 || exit 1
+  export MPIREP_NETNS_UP=1 MPIREP_HOSTS_SSH_CONFIG=$SSH_CONFIG MPIREP_HOSTS_SUBNET=$SUBNET
+  stamp "starting a 2-node Slurm cluster on h1 and h2"
+  "$C/slurm-up" hosts || exit 1
+  slurm_layout hosts
+  export MPIREP_SLURM2_CONF=$CONF
 else
   stamp "network namespaces cannot be created here: multi-host tests will be skipped"
 fi
-stamp "clusters up"
+stamp "clusters up; running pytest on $HERE"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export PYTHONDONTWRITEBYTECODE=1
 # In the background and waited for, so that a signal reaches on_signal at once.
 timeout -k 10 "${MPIREP_TEST_TIMEOUT:-600}" "$PYTHON" -m pytest -c /dev/null --rootdir "$HERE" \
-  -p no:cacheprovider -q -rs --durations=5 "$HERE" "$@" &
+  -p no:cacheprovider -v -rs --durations=5 "$HERE" "$@" &
 TEST_PID=$!
 wait "$TEST_PID"; rc=$?
 TEST_PID=""

@@ -2,11 +2,11 @@
 the hosts, launched from h1."""
 import pytest
 
-from cluster_jobs import NET, NETNS_BASE, ON_HOST, ON_NET, RANK_CMD, check_ranks, launcher_cmd, run
+from cluster_jobs import NET, ON_HOST, SSH_CONFIG, ON_NET, RANK_CMD, check_ranks, launcher_cmd, run
 
 pytestmark = pytest.mark.netns
 
-SSH = ["--ssh-config-file", f"{NETNS_BASE}/ssh_config"]
+SSH = ["--ssh-config-file", SSH_CONFIG]
 
 
 def on_h1(args):

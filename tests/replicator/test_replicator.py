@@ -6,6 +6,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
+from keras_versions import keras_cases, keras_env  # noqa: E402
 from mpijob import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
 
 JOBS = REPO / "tests" / "replicator" / "jobs"
@@ -22,12 +23,11 @@ def test_collectives_variables_input_checkpoints(ranks):
     assert_passed(mpirun(ranks, [JOBS / "collectives_job.py"], 180, pythonpath=[HARNESS]), ranks)
 
 
-@pytest.mark.parametrize("ranks,keras", [(1, "keras3"), (2, "keras3"), (3, "keras3"),
-                                         (2, "tf_keras")])
+@pytest.mark.parametrize("ranks,keras", keras_cases([(1, "keras3"), (2, "keras3"), (3, "keras3"),
+                                                     (2, "tf_keras")]))
 def test_training_matches_one_process(ranks, keras):
-    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
-    assert_passed(mpirun(ranks, [JOBS / "equivalence_job.py"], 180, env=env, pythonpath=[HARNESS]),
-                  ranks)
+    assert_passed(mpirun(ranks, [JOBS / "equivalence_job.py"], 180, env=keras_env(keras),
+                         pythonpath=[HARNESS]), ranks)
 
 
 @pytest.mark.parametrize("script", ["replicator_classifier.py", "replicator_gan.py",

@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
+from keras_versions import keras_cases, keras_env  # noqa: E402
 from mpijob import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
 
 JOBS = REPO / "tests" / "tf" / "jobs"
@@ -20,7 +21,8 @@ def op_library():
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 def test_ops_native_bridge(ranks):
-    assert_passed(mpirun(ranks, [JOBS / "ops_job.py"], TIMEOUT_S), ranks)
+    env = {"MPIREP_TF_BRIDGE": "native"}  # a library that fails to build or load fails the test
+    assert_passed(mpirun(ranks, [JOBS / "ops_job.py"], TIMEOUT_S, env=env), ranks)
 
 
 def test_ops_numpy_bridge():
@@ -47,16 +49,14 @@ def test_process_sets(bridge):
                          env={"MPIREP_TF_BRIDGE": bridge}), 3)
 
 
-@pytest.mark.parametrize("ranks,keras", [(3, "keras3"), (2, "tf_keras")])
+@pytest.mark.parametrize("ranks,keras", keras_cases([(3, "keras3"), (2, "tf_keras")]))
 def test_sync_batch_normalization(ranks, keras):
-    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
-    assert_passed(mpirun(ranks, [JOBS / "sync_bn_job.py"], TIMEOUT_S, env=env), ranks)
+    assert_passed(mpirun(ranks, [JOBS / "sync_bn_job.py"], TIMEOUT_S, env=keras_env(keras)), ranks)
 
 
-@pytest.mark.parametrize("keras", ["keras3", "tf_keras"])
-def test_training(keras):
-    env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
-    assert_passed(mpirun(2, [JOBS / "training_job.py"], 300, env=env), 2)
+@pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (2, "tf_keras")]))
+def test_training(ranks, keras):
+    assert_passed(mpirun(ranks, [JOBS / "training_job.py"], 300, env=keras_env(keras)), ranks)
 
 
 @pytest.mark.parametrize("script", ["keras_mnist.py", "tf2_custom_loop.py",

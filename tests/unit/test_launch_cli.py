@@ -103,6 +103,16 @@ def test_slurm_allocation_uses_srun_and_its_tasks(mpi, capsys):
     assert words[:5] == ["srun", "--mpi=pmix", "--ntasks", "4", "--kill-on-bad-exit=1"]
 
 
+def test_dry_run_needs_no_srun_on_path(mpi, capsys, tmp_path):
+    words = dry_run(capsys, "python", "t.py", environ={**SLURM, "PATH": str(tmp_path)})
+    assert words[:2] == ["srun", "--mpi=pmix"]
+
+
+def test_missing_srun_is_explained(mpi, capsys, tmp_path):
+    assert cli.main(["python", "t.py"], {**SLURM, "PATH": str(tmp_path)}) == 1
+    assert "srun not found on PATH" in capsys.readouterr().err
+
+
 def test_slurm_allocation_with_mpirun_on_request(mpi, capsys):
     words = dry_run(capsys, "--launcher", "mpirun", "-np", "6", "python", "t.py", environ=SLURM)
     assert words[0] == "/usr/bin/mpirun" and "-H" not in words

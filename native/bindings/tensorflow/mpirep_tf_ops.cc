@@ -1,5 +1,5 @@
 // TensorFlow op library for mpirep: one asynchronous kernel, MpirepCollective, that hands its
-// input to the core through the C API (native/c_api.h) and completes from the core's callbacks,
+// input to the core through the C API (bindings/c_api.h) and completes from the core's callbacks,
 // so a graph keeps computing while its collectives negotiate and run.
 //
 // The library never links against the core: Python passes the address of the core's function
@@ -14,6 +14,7 @@
 
 #include "bindings/c_api.h"
 #include "core/common.h"
+#include "tf_compat.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -55,15 +56,17 @@ std::string DtypeAttr() {
   return "T: {" + names + "}";
 }
 
-absl::Status TfStatus(int code, const char* message) {
+// The TensorFlow error of each core status is the canonical code of the status table.
+Status TfStatus(int code, const char* message) {
+  if (code == static_cast<int>(mpirep::StatusCode::OK)) return OkStatus();
   switch (static_cast<mpirep::StatusCode>(code)) {
 #define MPIREP_TF_STATUS_CASE(name, py, canonical) \
   case mpirep::StatusCode::name:                   \
-    return absl::Status(static_cast<absl::StatusCode>(tensorflow::error::canonical), message);
+    return ErrorStatus(static_cast<absl::StatusCode>(tensorflow::error::canonical), message);
     MPIREP_STATUS_CODES(MPIREP_TF_STATUS_CASE)
 #undef MPIREP_TF_STATUS_CASE
   }
-  return absl::InternalError(message);
+  return ErrorStatus(absl::StatusCode::kInternal, message);
 }
 
 void* DataOf(const Tensor& tensor) {
@@ -141,7 +144,7 @@ void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
 
 void Done(void* user, const mpirep_result* result) {
   std::unique_ptr<InFlight> op(static_cast<InFlight*>(user));
-  absl::Status status = TfStatus(result->status, result->message);
+  Status status = TfStatus(result->status, result->message);
   if (status.ok()) {
     Tensor* splits = nullptr;
     const int64_t count = op->returns_splits ? result->nsplits : 0;
@@ -166,7 +169,8 @@ class CollectiveOp : public AsyncOpKernel {
     OP_REQUIRES_OK(context, context->GetAttr("process_set", &process_set_));
     OP_REQUIRES_OK(context, context->GetAttr("group_size", &group_size_));
     OP_REQUIRES(context, CoreDataType(context->input_type(0), &dtype_),
-                absl::InvalidArgumentError("mpirep does not support this dtype"));
+                ErrorStatus(absl::StatusCode::kInvalidArgument,
+                            "mpirep does not support this dtype"));
   }
 
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
@@ -225,7 +229,7 @@ class CollectiveOp : public AsyncOpKernel {
   mpirep::DataType dtype_;
 };
 
-absl::Status CollectiveShape(InferenceContext* c) {
+Status CollectiveShape(InferenceContext* c) {
   int collective;
   TF_RETURN_IF_ERROR(c->GetAttr("collective", &collective));
   switch (static_cast<mpirep::Collective>(collective)) {
@@ -242,7 +246,7 @@ absl::Status CollectiveShape(InferenceContext* c) {
     }
   }
   c->set_output(1, c->Vector(c->UnknownDim()));
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace
