@@ -2,10 +2,10 @@
 
 Static metadata lives in pyproject.toml; this file adds what depends on the machine: the MPI
 that the core is compiled against (buildtools/mpi.py) and, when that MPI came from a PyPI
-wheel, that wheel as a run-time dependency.
+wheel, that wheel as a run-time dependency. Which native sources go where, and with which
+flags: buildtools/native.py.
 """
 
-import glob
 import os
 import sys
 
@@ -15,15 +15,18 @@ from setuptools import find_packages, setup
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from buildtools.build_ext import BuildExt  # noqa: E402
 from buildtools.mpi import find_mpi  # noqa: E402
+from buildtools.native import CXX_STANDARD, INCLUDE_DIR, headers, sources  # noqa: E402
 
 RUNTIME_REQUIREMENTS = ["numpy", "mpi4py", "ml_dtypes"]
 
+# The runtime and the bindings; native/core is compiled separately, without MPI, and linked
+# in as a static library (buildtools/build_ext.py).
 core = Pybind11Extension(
     "mpirep._core",
-    sources=sorted(glob.glob("native/*.cc")),
-    include_dirs=["native"],
-    depends=sorted(glob.glob("native/*.h")),
-    cxx_std=17,
+    sources=sources("runtime") + sources("bindings"),
+    include_dirs=[INCLUDE_DIR],
+    depends=headers(),
+    cxx_std=CXX_STANDARD,
     # mpi.h pulls in the MPI C++ bindings when compiled as C++ unless told not to
     define_macros=[("OMPI_SKIP_MPICXX", "1"), ("MPICH_SKIP_MPICXX", "1")],
     extra_compile_args=["-O3"],
@@ -40,7 +43,8 @@ setup(
     + ["mpirep.launch", "mpirep.launch.elastic", "mpirep._native_src"],
     package_dir={"mpirep.launch": "launch", "mpirep._native_src": "native"},
     package_data={"mpirep.launch": ["slurm/*.sbatch"],
-                  "mpirep._native_src": ["*.h", "tensorflow/*.cc", "tensorflow/*.h"]},
+                  "mpirep._native_src": ["core/*.h", "core/*.def", "bindings/*.h",
+                                         "bindings/tensorflow/*.cc", "bindings/tensorflow/*.h"]},
     include_package_data=False,  # only the files above; MANIFEST.in lists the sdist's sources
     ext_modules=[core],
     cmdclass={"build_ext": BuildExt},

@@ -1,15 +1,16 @@
-"""The build_ext command: compile mpirep._core with MPI's flags and record which libmpi it uses."""
+"""The build_ext command: compile native/core on its own, without MPI, into a static library;
+compile the runtime and bindings with MPI's flags into mpirep._core, linked with that library;
+record which libmpi it uses. The layers and flags come from buildtools/native.py."""
 
-import glob
 import os
 
 from pybind11.setup_helpers import ParallelCompile
 from pybind11.setup_helpers import build_ext as pybind11_build_ext
 
 from buildtools.mpi import HOW_TO_GET_MPI, MPINotFound, find_mpi
+from buildtools.native import CORE_LIBRARY, ROOT, headers, sources
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NATIVE_HEADERS = sorted(glob.glob(os.path.join(ROOT, "native", "*.h")))
+NATIVE_HEADERS = [os.path.join(ROOT, path) for path in headers()]
 
 LIBRARY_MODULE = "_mpi_library.py"
 LIBRARY_MODULE_HEADER = """\
@@ -46,6 +47,9 @@ class BuildExt(pybind11_build_ext):
               + (f" (wheel {mpi.wheel.metadata['Name']} {mpi.wheel.version})" if mpi.wheel else ""))
         rpaths = mpi.runtime_rpaths(self.in_source)
         for ext in self.extensions:
+            self._build_core_library(ext)
+            ext.library_dirs.append(self.build_temp)
+            ext.libraries.insert(0, CORE_LIBRARY)
             ext.include_dirs += mpi.include_dirs
             ext.library_dirs += mpi.library_dirs
             ext.libraries += mpi.libraries
@@ -53,6 +57,14 @@ class BuildExt(pybind11_build_ext):
             ext.extra_link_args += mpi.link_args + [f"-Wl,-rpath,{path}" for path in rpaths]
         super().build_extensions()
         self._write_library_module(mpi.runtime_libmpi(self.in_source))
+
+    def _build_core_library(self, ext):
+        """native/core with the extension's own flags, before MPI's are added to them: no MPI
+        include directory, so an MPI include there fails to compile."""
+        objects = self.compiler.compile(sources("core"), output_dir=self.build_temp,
+                                        extra_postargs=list(ext.extra_compile_args),
+                                        depends=headers())
+        self.compiler.create_static_lib(objects, CORE_LIBRARY, output_dir=self.build_temp)
 
     def copy_extensions_to_source(self):
         super().copy_extensions_to_source()

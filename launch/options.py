@@ -2,6 +2,8 @@
 `horovodrun -np 4 -H a:2,b:2 python train.py` ports by renaming the command."""
 import argparse
 
+from .tuning import add_tuning_flags
+
 # horovodrun flags for features mpirep does not have.  They are accepted with a warning so a
 # ported command line still starts; they only ever tuned performance.  (name, takes a value)
 IGNORED_HOROVOD_FLAGS = (
@@ -119,14 +121,8 @@ def build_parser():
                          help="each host's own directory for its copy of commits "
                               "(default: /dev/shm)")
 
-    tuning = p.add_argument_group("mpirep tuning (passed to ranks as MPIREP_* variables)")
-    tuning.add_argument("--fusion-threshold-mb", type=_non_negative,
-                        help="fusion buffer size in MiB; 0 disables fusion")
-    tuning.add_argument("--cycle-time-ms", type=_non_negative,
-                        help="longest wait of the background thread between cycles")
-    tuning.add_argument("--stall-check-warning-time-seconds", type=_non_negative,
-                        help="warn after this long when some ranks have not submitted a tensor")
-    tuning.add_argument("--timeline-filename", help="write a Chrome-trace timeline to this file")
+    add_tuning_flags(p.add_argument_group("mpirep tuning (passed to ranks as MPIREP_* variables)"),
+                     _non_negative)
 
     ignored = p.add_argument_group("horovodrun flags accepted and ignored (with a warning)")
     for flag, takes_value in IGNORED_HOROVOD_FLAGS:

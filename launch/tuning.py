@@ -1,31 +1,38 @@
-"""Tuning flags of mpirep-run, turned into the MPIREP_* variables every rank's core reads."""
+"""The tuning flags of mpirep-run: one for each setting of the settings table
+(native/core/settings.def) that names a flag, turned into the MPIREP_* variable that every
+rank's core reads. Reading the table loads neither mpirep's native core nor TensorFlow."""
 
-MIB = 1024 * 1024
+from mpirep._settings_table import FLAG_UNIT_FACTORS, SETTINGS
 
-
-def _fusion_bytes(mb):
-    return str(int(round(mb * MIB)))
-
-
-def _number(value):
-    """0.5 -> "0.5", 5.0 -> "5": the core parses integers where it expects them."""
-    return str(int(value)) if float(value).is_integer() else str(value)
+TUNED_SETTINGS = tuple(s for s in SETTINGS if s.flag)
 
 
-# (argparse dest, environment variable, conversion)
-TUNING_FLAGS = (
-    ("fusion_threshold_mb", "MPIREP_FUSION_THRESHOLD", _fusion_bytes),
-    ("cycle_time_ms", "MPIREP_CYCLE_TIME", _number),
-    ("stall_check_warning_time_seconds", "MPIREP_STALL_CHECK_TIME_SECONDS", _number),
-    ("timeline_filename", "MPIREP_TIMELINE", str),
-)
+def add_tuning_flags(group, number):
+    """Adds the flags to an argparse group; ``number`` parses a numeric flag's value."""
+    for setting in TUNED_SETTINGS:
+        unit = f" (the flag takes {setting.flag_unit})" if setting.flag_unit in FLAG_UNIT_FACTORS else ""
+        group.add_argument(setting.flag, type=str if setting.type is str else number,
+                           help=setting.meaning + unit)
+
+
+def _dest(setting):
+    return setting.flag.lstrip("-").replace("-", "_")  # argparse's name for the flag's value
+
+
+def _text(setting, value):
+    """The variable's text: converted to the setting's unit; 5.0 -> "5", since int settings
+    are read as integers."""
+    if setting.type is str:
+        return value
+    value *= FLAG_UNIT_FACTORS.get(setting.flag_unit, 1)
+    return str(int(round(value))) if setting.type is int or float(value).is_integer() else str(value)
 
 
 def tuning_environment(args):
-    """{variable: value} for the tuning flags given on the command line, in a fixed order."""
+    """{variable: value} for the tuning flags given on the command line, in table order."""
     env = {}
-    for dest, variable, convert in TUNING_FLAGS:
-        value = getattr(args, dest, None)
+    for setting in TUNED_SETTINGS:
+        value = getattr(args, _dest(setting), None)
         if value is not None:
-            env[variable] = convert(value)
+            env["MPIREP_" + setting.environment] = _text(setting, value)
     return env

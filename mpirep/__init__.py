@@ -6,6 +6,8 @@ codes, looked up on first use; ``mpirep.Replicator`` and ``mpirep.InputContext``
 TensorFlow on first use.
 """
 
+import sys
+
 from mpirep.collectives import (
     Handle,
     add_process_set,
@@ -52,20 +54,12 @@ from mpirep.session import (
     size,
 )
 
-_REDUCE_OP_NAMES = ("Average", "Sum", "Min", "Max", "Product")
-
-
-_REPLICATOR_NAMES = ("Replicator", "InputContext")
-
 
 def __getattr__(name):
-    if name in _REPLICATOR_NAMES:
+    if name in ("Replicator", "InputContext"):
         from mpirep import replicator
 
         return getattr(replicator, name)
-    if name in _REDUCE_OP_NAMES:
-        from mpirep.collectives import reduce_op
+    from mpirep.collectives import reduce_op_attribute
 
-        value = globals()[name] = reduce_op(name)  # later lookups skip this function
-        return value
-    raise AttributeError(f"module 'mpirep' has no attribute {name!r}")
+    return reduce_op_attribute(sys.modules[__name__], name)

@@ -20,6 +20,19 @@ def reduce_op(name):
     return core().REDUCE_OPS[name]
 
 
+def reduce_op_attribute(module, name):
+    """For a module's ``__getattr__``: ``mpirep.Sum``, ``mpirep.tensorflow.Average``, ... are the
+    codes of the core's reduction ops (common.h), looked up on first use, so that importing the
+    module loads no native code. Other names raise AttributeError; lower-case and private ones
+    without loading the core."""
+    if name[:1].isupper():
+        code = core().REDUCE_OPS.get(name)
+        if code is not None:
+            setattr(module, name, code)  # later lookups skip __getattr__
+            return code
+    raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+
 class Handle:
     """An operation in flight; pass it to :func:`poll` or :func:`synchronize`."""
 
@@ -93,7 +106,7 @@ def _dtype_code(dtype):
 
 
 def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=(),
-            process_set=0, group_size=0):
+            process_set=0, group_size=0, new_set_ranks=(), removed_set=0):
     session._require_init()
     array = np.asarray(x)
     dtype_code = _dtype_code(array.dtype)
@@ -104,7 +117,7 @@ def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=
     handle_native = native.submit(  # positional: keyword parsing costs microseconds here
         native.COLLECTIVES[collective], name, dtype_code, array.reshape(-1).view(np.uint8),
         array.shape, native.REDUCE_OPS[op], int(root_rank), float(prescale), float(postscale),
-        splits, int(process_set), group_size,
+        splits, int(process_set), group_size, new_set_ranks, removed_set,
     )
     return array.dtype, name, handle_native
 
@@ -158,14 +171,21 @@ def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postsca
     the fusion threshold allows). Returns one handle for the list. Ranks that pass lists of
     different lengths all get a MismatchError."""
     base = _auto_name("grouped_allreduce", name, process_set)
-    op_name = _op_name(op if op is not None else "Average")
-    handles = []
-    for i, x in enumerate(xs):
-        handles.append(_async("allreduce", x, f"{base}.{i}", op=op_name, prescale=prescale_factor,
-                              postscale=postscale_factor, process_set=process_set, group_size=len(xs)))
+    handles = [group_member_allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor,
+                                            process_set, len(xs))
+               for i, x in enumerate(xs)]
     group = Handle(_GroupNative(handles), lambda native: [synchronize(h) for h in native.handles], base)
     _track(group)
     return group
+
+
+def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor, process_set,
+                                 group_size):
+    """One allreduce of a group of ``group_size`` (the core checks that every rank's group has
+    that many members)."""
+    return _async("allreduce", x, name, op=_op_name(op if op is not None else "Average"),
+                  prescale=prescale_factor, postscale=postscale_factor, process_set=process_set,
+                  group_size=group_size)
 
 
 class _GroupNative:
@@ -205,16 +225,19 @@ def broadcast(x, root_rank, name=None, process_set=0):
     return synchronize(broadcast_async(x, root_rank, name, process_set))
 
 
-def reducescatter_async(x, op=None, name=None, process_set=0):
+def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.0,
+                        postscale_factor=1.0):
     """Starts reducing ``x`` over all ranks and giving each rank a block of rows of the result:
     rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
-    row more than the others."""
+    row more than the others. ``prescale_factor`` multiplies each input before the reduction,
+    ``postscale_factor`` the result, as for allreduce."""
     return _async("reducescatter", x, name, op=_op_name(op if op is not None else "Average"),
-                  process_set=process_set)
+                  prescale=prescale_factor, postscale=postscale_factor, process_set=process_set)
 
 
-def reducescatter(x, op=None, name=None, process_set=0):
-    return synchronize(reducescatter_async(x, op, name, process_set))
+def reducescatter(x, op=None, name=None, process_set=0, prescale_factor=1.0, postscale_factor=1.0):
+    return synchronize(reducescatter_async(x, op, name, process_set, prescale_factor,
+                                           postscale_factor))
 
 
 def alltoall_async(x, splits=None, name=None, process_set=0):
@@ -257,7 +280,7 @@ def join():
     joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
     issued different numbers of them before joining line up again."""
     _, name, native = _submit("join", np.zeros(0, np.uint8), None)
-    last = synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+    last = synchronize(Handle(native, lambda n: n.last_joined_rank(), name))
     _counters.clear()
     return last
 
@@ -267,13 +290,14 @@ def add_process_set(ranks):
     of every collective. Collective over all ranks, which must pass the same ranks. Inside the
     set, ranks are numbered in increasing order from 0."""
     members = sorted(int(r) for r in ranks)
-    _, name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, splits=members)
-    return synchronize(Handle(native, lambda n: int(n.received_splits()[0]), name))
+    _, name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, new_set_ranks=members)
+    return synchronize(Handle(native, lambda n: n.new_process_set(), name))
 
 
 def remove_process_set(process_set):
     """Removes a process set made by :func:`add_process_set`. Collective over all ranks."""
-    _, name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None, splits=[int(process_set)])
+    _, name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None,
+                              removed_set=int(process_set))
     synchronize(Handle(native, lambda _: None, name))
 
 

@@ -36,18 +36,24 @@ class StallError(MpirepError):
     collectives work."""
 
 
-def _exception_classes():
-    from mpirep import _core  # imported late: this module is also used before the core loads
+# The exception for each of the core's status names (mpirep._core.STATUS, from common.h).
+_CLASS_BY_STATUS = {
+    "invalid_argument": InvalidArgumentError,
+    "mismatch": MismatchError,
+    "shut_down": ShutdownError,
+    "unsupported": UnsupportedError,
+    "stalled": StallError,
+    "not_initialized": NotInitializedError,
+    "internal": MpirepError,
+}
 
-    by_name = {
-        "invalid_argument": InvalidArgumentError,
-        "mismatch": MismatchError,
-        "shut_down": ShutdownError,
-        "unsupported": UnsupportedError,
-        "stalled": StallError,
-        "internal": MpirepError,
-    }
-    return {code: by_name[name] for name, code in _core.STATUS.items() if name in by_name}
+
+def status_name(error):
+    """The core's status name for an mpirep exception ("internal" for any other)."""
+    for name, cls in _CLASS_BY_STATUS.items():
+        if type(error) is cls:
+            return name
+    return "internal"
 
 
 _classes = None
@@ -57,5 +63,7 @@ def raise_for_status(code, message):
     """Raises the exception for a non-OK core status code."""
     global _classes
     if _classes is None:
-        _classes = _exception_classes()
+        from mpirep import _core  # imported late: this module is also used before the core loads
+
+        _classes = {code: _CLASS_BY_STATUS[name] for name, code in _core.STATUS.items() if name != "ok"}
     raise _classes.get(code, MpirepError)(message)

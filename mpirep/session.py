@@ -31,15 +31,7 @@ def init(comm=None, **settings):
 
     comm = MPI.COMM_WORLD if comm is None else comm
     config = Config.load(**settings)
-    native.init(
-        comm.py2f(),
-        fusion_threshold_bytes=config.fusion_threshold,
-        cycle_time_ms=config.cycle_time_ms,
-        chunk_bytes=config.chunk_bytes,
-        stall_check_seconds=config.stall_check_time_seconds,
-        stall_shutdown_seconds=config.stall_shutdown_time_seconds,
-        timeline_path=config.timeline,
-    )
+    native.init(comm.py2f(), config.as_text())
     _config = config
     _topology = native.topology()
     if not _exit_hook_registered:

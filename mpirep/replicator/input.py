@@ -3,7 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
-import mpirep.tensorflow as hvd
+import mpirep
+from mpirep.tensorflow import mpi_ops
 
 
 class InputContext:
@@ -39,8 +40,8 @@ def distribute_dataset(dataset, global_batch_size, context):
     count = _count(batches)
     if count is None:
         return batches
-    fewest = hvd.allreduce(tf.constant(count, tf.int64), op=hvd.Min,
-                           name="replicator.dataset_batches")
+    fewest = mpi_ops.allreduce(tf.constant(count, tf.int64), op=mpirep.Min,
+                               name="replicator.dataset_batches")
     return batches.take(int(fewest))
 
 

@@ -5,15 +5,23 @@ import contextlib
 
 import tensorflow as tf
 
-import mpirep.tensorflow as hvd
-from mpirep.tensorflow import mpi_ops
+import mpirep
+from mpirep._native import core
+from mpirep.collectives import reduce_op
 from mpirep.replicator import input as _input
+from mpirep.tensorflow import functions, mpi_ops
+from mpirep.tensorflow.basics import init
+from mpirep.tensorflow.optimizer import DistributedOptimizer
 
+# TF-Replicator's and tf.distribute's names for the reductions, and the core's.
 _OP_NAMES = {"sum": "Sum", "mean": "Average", "average": "Average", "min": "Min", "max": "Max",
              "product": "Product"}
-# What the core can broadcast; other variables (e.g. uint32 random-seed states) stay per replica.
-_BROADCASTABLE = frozenset([tf.uint8, tf.int8, tf.uint16, tf.int16, tf.int32, tf.int64,
-                            tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.bool])
+
+
+def _broadcastable_dtype(dtype):
+    """Whether the core has the dtype (it has numpy's names); other variables, e.g. uint32
+    random-seed states, stay per replica."""
+    return dtype.base_dtype.name in core().DTYPES
 
 
 def _reduce_op(op):
@@ -23,14 +31,14 @@ def _reduce_op(op):
         op = op.value
     if isinstance(op, str):
         try:
-            return getattr(hvd, _OP_NAMES[op.lower()])
+            return reduce_op(_OP_NAMES[op.lower()])
         except KeyError:
             raise ValueError(f"unknown reduce op {op!r}; use one of {sorted(_OP_NAMES)}") from None
     return op
 
 
 def _broadcastable(variable):
-    return variable.dtype.base_dtype in _BROADCASTABLE
+    return _broadcastable_dtype(variable.dtype)
 
 
 class Replicator:
@@ -38,10 +46,10 @@ class Replicator:
     ``replica_id``; replica 0 is the chief. The same script runs at one process or many."""
 
     def __init__(self):
-        if not hvd.is_initialized():
-            hvd.init()
-        self.num_replicas = hvd.size()
-        self.replica_id = hvd.rank()
+        if not mpirep.is_initialized():
+            init()
+        self.num_replicas = mpirep.size()
+        self.replica_id = mpirep.rank()
         self.is_chief = self.replica_id == 0
         self._unsynced = []  # created in context(), not yet broadcast from the chief
         self._iterators = {}
@@ -68,7 +76,7 @@ class Replicator:
         if variables:
             # Eagerly even while a tf.function traces the step, so this runs once, before it.
             with tf.init_scope():
-                hvd.broadcast_variables(variables, root_rank=0)
+                functions.broadcast_variables(variables, root_rank=0)
 
     @staticmethod
     def _create_from_chief(next_creator, **kwargs):
@@ -79,9 +87,9 @@ class Replicator:
 
         def chief_value():
             value = tf.convert_to_tensor(initial() if callable(initial) else initial, dtype=dtype)
-            if value.dtype not in _BROADCASTABLE:
+            if not _broadcastable_dtype(value.dtype):
                 return value
-            return hvd.broadcast(value, root_rank=0)
+            return mpi_ops.broadcast(value, root_rank=0)
 
         if initial is not None:
             kwargs["initial_value"] = chief_value
@@ -90,7 +98,7 @@ class Replicator:
     def wrap_optimizer(self, optimizer):
         """A copy of a Keras 3 or tf_keras optimizer (same class and config) that averages
         gradients over the replicas before applying them. Use the returned optimizer."""
-        return hvd.DistributedOptimizer(optimizer)
+        return DistributedOptimizer(optimizer)
 
     # Running steps
 
@@ -124,7 +132,7 @@ class Replicator:
     def all_reduce(self, value, op="sum"):
         """``value`` reduced over the replicas by ``op``; gradients for "sum" and "mean"."""
         flat = tf.nest.flatten(value)
-        reduced = hvd.grouped_allreduce(flat, op=_reduce_op(op))
+        reduced = mpi_ops.grouped_allreduce(flat, op=_reduce_op(op))
         return tf.nest.pack_sequence_as(value, reduced)
 
     def broadcast(self, value, root=0):
@@ -190,8 +198,8 @@ class Replicator:
         """Saves ``checkpoint`` (a tf.train.Checkpoint) on the chief only and returns the path it
         wrote on every replica, once it is written."""
         path = checkpoint.save(file_prefix) if self.is_chief else None
-        return hvd.broadcast_object(path, root_rank=0, name="replicator.save")
+        return functions.broadcast_object(path, root_rank=0, name="replicator.save")
 
     def shutdown(self):
         """Ends mpirep on this process (collective: every replica calls it)."""
-        hvd.shutdown()
+        mpirep.shutdown()

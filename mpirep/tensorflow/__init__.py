@@ -5,6 +5,8 @@ Ops run in graphs through a TensorFlow op library built on first use, or through
 tf.numpy_function where it cannot be built (see docs/tensorflow.md).
 """
 
+import sys
+
 from mpirep import (
     cross_rank,
     cross_size,
@@ -15,6 +17,7 @@ from mpirep import (
     shutdown,
     size,
 )
+from mpirep.collectives import reduce_op_attribute
 from mpirep.tensorflow.basics import (
     ccl_built,
     cuda_built,
@@ -70,8 +73,6 @@ from mpirep.tensorflow.process_sets import (
     remove_process_set,
 )
 
-_REDUCE_OP_NAMES = ("Average", "Sum", "Min", "Max", "Product")
-
 
 def __getattr__(name):
     if name == "elastic":   # hvd.elastic: imported on first use (docs/elastic.md)
@@ -82,14 +83,4 @@ def __getattr__(name):
         from mpirep.tensorflow.sync_batch_norm import sync_batch_normalization_class
 
         return sync_batch_normalization_class()
-    if name in ("Replicator", "InputContext"):
-        from mpirep import replicator
-
-        return getattr(replicator, name)
-    # The op codes come from the core, which loads on first use rather than at import.
-    if name in _REDUCE_OP_NAMES:
-        import mpirep
-
-        value = globals()[name] = getattr(mpirep, name)
-        return value
-    raise AttributeError(f"module 'mpirep.tensorflow' has no attribute {name!r}")
+    return reduce_op_attribute(sys.modules[__name__], name)

@@ -15,17 +15,18 @@ from mpirep.tensorflow._errors import to_tf_error
 
 
 def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, splits,
-            process_set):
+            process_set, group_size=0):
     name = name.decode() if isinstance(name, bytes) else str(name)
     if collective == "allreduce":
-        return collectives.allreduce_async(array, reduce_op, name, prescale, postscale,
-                                           process_set)
+        return collectives.group_member_allreduce_async(array, reduce_op, name, prescale,
+                                                        postscale, process_set, group_size)
     if collective == "allgather":
         return collectives.allgather_async(array, name, process_set)
     if collective == "broadcast":
         return collectives.broadcast_async(array, root_rank, name, process_set)
     if collective == "reducescatter":
-        return collectives.reducescatter_async(array, reduce_op, name, process_set)
+        return collectives.reducescatter_async(array, reduce_op, name, process_set, prescale,
+                                               postscale)
     if collective == "alltoall":
         return collectives.alltoall_async(array, splits, name, process_set)
     raise ValueError(f"unknown collective {collective!r}")
@@ -65,7 +66,7 @@ def run_group(collective, tensors, names, reduce_op=0, root_rank=0, prescale=1.0
     def compute(*arrays):
         try:
             handles = [_submit(collective, a, n, reduce_op, root_rank, prescale, postscale, None,
-                               process_set)
+                               process_set, len(names))
                        for a, n in zip(arrays, names)]
             return [collectives.synchronize(h) for h in handles]
         except MpirepError as error:

@@ -1,24 +1,16 @@
-"""mpirep's exceptions as the tf.errors a Horovod user catches."""
+"""mpirep's exceptions as the tf.errors a Horovod user catches: each status of the core becomes
+the canonical error code that the core's status table gives it (common.h), the same table the
+TensorFlow op library reports through; e.g. a mismatch between ranks is a failed precondition
+on every rank, as in Horovod."""
 
 import tensorflow as tf
 
 from mpirep import errors
+from mpirep._native import core
 
 
 def to_tf_error(error):
-    """The tf.errors.OpError for an mpirep error; a mismatch between ranks is a failed
-    precondition on every rank, as in Horovod."""
-    message = str(error)
-    if isinstance(error, errors.MismatchError):
-        return tf.errors.FailedPreconditionError(None, None, message)
-    if isinstance(error, errors.NotInitializedError):
-        return tf.errors.FailedPreconditionError(None, None, message)
-    if isinstance(error, errors.InvalidArgumentError):
-        return tf.errors.InvalidArgumentError(None, None, message)
-    if isinstance(error, errors.UnsupportedError):
-        return tf.errors.UnimplementedError(None, None, message)
-    if isinstance(error, errors.StallError):
-        return tf.errors.DeadlineExceededError(None, None, message)
-    if isinstance(error, errors.ShutdownError):
-        return tf.errors.AbortedError(None, None, message)
-    return tf.errors.InternalError(None, None, message)
+    """The tf.errors.OpError for an mpirep error."""
+    code = core().CANONICAL_ERROR_CODES[errors.status_name(error)]  # e.g. FAILED_PRECONDITION
+    error_class = getattr(tf.errors, "".join(word.capitalize() for word in code.split("_")) + "Error")
+    return error_class(None, None, str(error))

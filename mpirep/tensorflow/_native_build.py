@@ -1,5 +1,5 @@
-"""Builds the TensorFlow op library (native/tensorflow) against the installed TensorFlow, once,
-into a cache directory keyed by the TensorFlow version and a hash of the sources and flags.
+"""Builds the TensorFlow op library (native/bindings/tensorflow) against the installed TensorFlow,
+once, into a cache directory keyed by the TensorFlow version and a hash of the sources and flags.
 
 Installing mpirep never compiles it: the first use does, and a failure only makes the caller
 fall back to the numpy_function bridge. Ranks starting together take a file lock, so one rank
@@ -16,7 +16,11 @@ from pathlib import Path
 
 import tensorflow as tf
 
-_SOURCE_NAMES = ("tensorflow/mpirep_tf_ops.cc", "tensorflow/tf_compat.h", "c_api.h", "common.h")
+from mpirep._native_sources import native_dir
+
+# The op library's source, then every header it includes.
+_SOURCE_NAMES = ("bindings/tensorflow/mpirep_tf_ops.cc", "bindings/tensorflow/tf_compat.h",
+                 "bindings/c_api.h", "core/common.h")
 
 
 class BuildError(RuntimeError):
@@ -24,13 +28,10 @@ class BuildError(RuntimeError):
 
 
 def _source_dir():
-    """native/ in a source tree, or the copy shipped as package data in an installed mpirep."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "_native_src", package.parent / "native"):
-        if all((candidate / name).is_file() for name in _SOURCE_NAMES):
-            return candidate
-    raise BuildError(f"the op library sources ({', '.join(_SOURCE_NAMES)}) were not found "
-                     f"under {package / '_native_src'} or {package.parent / 'native'}")
+    try:
+        return native_dir(*_SOURCE_NAMES)
+    except FileNotFoundError as error:
+        raise BuildError(str(error)) from None
 
 
 def _cache_root():
@@ -45,7 +46,7 @@ def _command(sources, output):
     return (compiler.split()
             + ["-shared", "-fPIC", "-O2", "-Wno-deprecated-declarations", f"-I{sources}"]
             + tf.sysconfig.get_compile_flags()
-            + [str(sources / "tensorflow" / "mpirep_tf_ops.cc"), "-o", str(output)]
+            + [str(sources / _SOURCE_NAMES[0]), "-o", str(output)]
             + tf.sysconfig.get_link_flags())
 
 

@@ -326,9 +326,8 @@ def _reducescatter_group(target, tensors, names, op, prescale_factor, postscale_
                          process_set):
     @_differentiable
     def forward(*xs):
-        scaled = [_scaled(x, prescale_factor) for x in xs]
-        outputs = target.run_group("reducescatter", scaled, names, reduce_op=op)
-        outputs = [_scaled(y, postscale_factor) for y in outputs]
+        outputs = target.run_group("reducescatter", list(xs), names, reduce_op=op,
+                                   prescale=prescale_factor, postscale=postscale_factor)
 
         def grad(*dys):
             # Horovod's convention: Sum scales the gradient by the set's size, Average does not.

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "check.h"
-#include "coordinator.h"
+#include "core/coordinator.h"
 
 using namespace mpirep;
 
@@ -87,7 +87,7 @@ void RunCoordinatorTests() {
     c.Submit(Make(0, "g", {2, 5}, Collective::ALLGATHER), t0);
     c.Submit(Make(1, "g", {7, 5}, Collective::ALLGATHER), t0);
     std::vector<Response> ready = c.TakeReady();
-    CHECK(ready[0].kind == Response::Kind::EXECUTE && ready[0].rank_sizes == (std::vector<int64_t>{2, 7}));
+    CHECK(ready[0].kind == Response::Kind::EXECUTE && ready[0].first_dims == (std::vector<int64_t>{2, 7}));
     c.Submit(Make(0, "h", {2, 5}, Collective::ALLGATHER), t0);
     c.Submit(Make(1, "h", {2, 6}, Collective::ALLGATHER), t0);
     CHECK(c.TakeReady()[0].kind == Response::Kind::ERROR);
@@ -134,7 +134,7 @@ void RunCoordinatorTests() {
     c.Submit(Make(0, "g", {3, 2}, Collective::ALLGATHER), t0);
     c.Submit(Make(2, "join.0", {0}, Collective::JOIN), t0);  // completes g, rank 0 still working
     ready = c.TakeReady();
-    CHECK(ready.size() == 1 && ready[0].rank_sizes == (std::vector<int64_t>{3, 0, 0}));
+    CHECK(ready.size() == 1 && ready[0].first_dims == (std::vector<int64_t>{3, 0, 0}));
     c.Submit(Make(0, "a", {6}, Collective::ALLTOALL), t0);
     ready = c.TakeReady();
     CHECK(ready.size() == 1 && ready[0].error_code == StatusCode::UNSUPPORTED &&
@@ -142,7 +142,7 @@ void RunCoordinatorTests() {
     c.Submit(Make(0, "join.0", {0}, Collective::JOIN), t0);
     ready = c.TakeReady();
     CHECK(ready.size() == 1 && ready[0].collective == Collective::JOIN &&
-          ready[0].rank_sizes == (std::vector<int64_t>{0}));
+          ready[0].last_joined_rank == 0);
     c.Submit(Make(0, "y", {1}), t0);
     CHECK(c.TakeReady().empty());  // nobody counts as joined any more
   }
@@ -152,11 +152,11 @@ void RunCoordinatorTests() {
     Coordinator c(3);
     for (int r = 0; r < 3; ++r) {
       Request add = Make(r, "add", {0}, Collective::ADD_PROCESS_SET);
-      add.splits = {0, 2};
+      add.new_set_ranks = {0, 2};
       c.Submit(add, t0);
     }
     std::vector<Response> ready = c.TakeReady();
-    CHECK(ready.size() == 1 && ready[0].rank_sizes == (std::vector<int64_t>{1, 0, 2}));
+    CHECK(ready.size() == 1 && ready[0].new_set_id == 1 && ready[0].new_set_ranks == (std::vector<int64_t>{0, 2}));
     Request a0 = Make(0, "s", {4}), a2 = Make(2, "s", {4});
     a0.process_set = a2.process_set = 1;
     c.Submit(a0, t0);
@@ -168,7 +168,7 @@ void RunCoordinatorTests() {
     c.Submit(waiting, t0);
     for (int r = 0; r < 3; ++r) {
       Request remove = Make(r, "remove", {0}, Collective::REMOVE_PROCESS_SET);
-      remove.splits = {1};
+      remove.removed_set = 1;
       c.Submit(remove, t0);
     }
     ready = c.TakeReady();

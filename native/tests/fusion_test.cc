@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "check.h"
-#include "fusion.h"
+#include "core/fusion.h"
 
 using namespace mpirep;
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "transport.h"
+#include "core/transport.h"
 
 namespace mpirep {
 
@@ -63,14 +63,14 @@ class InProcessTransport : public Transport {
   int size() const override { return world_.size(); }
 
   Handle Isend(int peer, const void* data, size_t bytes) override {
-    if (bytes == 0) throw std::logic_error("zero-byte send");
+    CheckSize(bytes);
     world_.Deliver(rank_, peer, data, bytes);
     receives_.push_back({-1, nullptr, 0, 0});
     return receives_.size() - 1;
   }
 
   Handle Irecv(int peer, void* data, size_t bytes) override {
-    if (bytes == 0) throw std::logic_error("zero-byte receive");
+    CheckSize(bytes);
     receives_.push_back({peer, data, bytes, received_from_[peer]++});
     return receives_.size() - 1;
   }
@@ -81,6 +81,11 @@ class InProcessTransport : public Transport {
   }
 
  private:
+  static void CheckSize(size_t bytes) {
+    if (bytes == 0 || bytes > kMaxMessageBytes) {
+      throw std::logic_error("a message of " + std::to_string(bytes) + " bytes breaks the Transport contract");
+    }
+  }
   struct Pending {
     int peer;  // -1 for a send, complete at once
     void* data;

@@ -1,4 +1,4 @@
-// Unit tests of the core's MPI-free parts. Exit status 0 only if every check passed.
+// Unit tests of native/core, without MPI. Exit status 0 only if every check passed.
 #include <cstdio>
 
 #include "check.h"
@@ -7,12 +7,18 @@ void RunRingTests();
 void RunFusionTests();
 void RunCoordinatorTests();
 void RunMessageTests();
+void RunValidationTests();
+void RunExecutorTests();
+void RunSettingsTests();
 
 int main() {
   RunMessageTests();
   RunFusionTests();
   RunCoordinatorTests();
+  RunSettingsTests();
+  RunValidationTests();
   RunRingTests();
+  RunExecutorTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;
 }

@@ -3,31 +3,17 @@
 // chunks (a chunk of 64 bytes). Inputs depend on rank and index; expected values are closed
 // forms; every rank must hold the same bits.
 #include <cstring>
-#include <functional>
-#include <thread>
 #include <vector>
 
 #include "check.h"
-#include "half.h"
-#include "inproc_transport.h"
-#include "ring.h"
+#include "core/half.h"
+#include "core/ring.h"
+#include "on_ranks.h"
 
 using namespace mpirep;
+using mpirep_test::OnRanks;
 
 namespace {
-
-// Runs body(transport) on `n` threads, one per rank.
-void OnRanks(int n, const std::function<void(Transport&)>& body) {
-  InProcessWorld world(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      InProcessTransport transport(world, r);
-      body(transport);
-    });
-  }
-  for (auto& t : threads) t.join();
-}
 
 int64_t Factor(int64_t i) { return i % 7 + 1; }
 
@@ -74,8 +60,8 @@ void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, bool in_p
   }
 }
 
-// The finishing step runs exactly once per element, on the segment's owner, before sharing.
-void CheckFinishIsAppliedOnce(int n, int64_t count) {
+// The epilogue runs exactly once per element, on the segment's owner, before sharing.
+void CheckEpilogueRunsOnce(int n, int64_t count) {
   std::vector<std::vector<double>> results(n);
   OnRanks(n, [&](Transport& t) {
     std::vector<double> buf(count);
@@ -172,7 +158,7 @@ void RunRingTests() {
       CheckAllreduce<double>(n, count, DataType::FLOAT64, ReduceOp::MAX, false, 128);
       CheckAllreduce<int8_t>(n, count, DataType::INT8, ReduceOp::MIN, false, 64);
     }
-    CheckFinishIsAppliedOnce(n, 333);
+    CheckEpilogueRunsOnce(n, 333);
     CheckUnevenAllgather(n);
     CheckReduceScatter(n);
     CheckHalfPrecision(n);

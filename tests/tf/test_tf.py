@@ -7,8 +7,11 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from mpijobs import (  # noqa: E402
-    JOBS, REPO, assert_passed, build_op_library, keras_cases, keras_env, mpirun)
+from keras_versions import keras_cases, keras_env  # noqa: E402
+from mpijob import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
+
+JOBS = REPO / "tests" / "tf" / "jobs"
+TIMEOUT_S = 240
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -19,39 +22,41 @@ def op_library():
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 def test_ops_native_bridge(ranks):
     env = {"MPIREP_TF_BRIDGE": "native"}  # a library that fails to build or load fails the test
-    assert_passed(*mpirun(ranks, JOBS / "ops_job.py", env=env), ranks)
+    assert_passed(mpirun(ranks, [JOBS / "ops_job.py"], TIMEOUT_S, env=env), ranks)
 
 
 def test_ops_numpy_bridge():
-    assert_passed(*mpirun(2, JOBS / "ops_job.py", env={"MPIREP_TF_BRIDGE": "numpy"}), 2)
+    assert_passed(mpirun(2, [JOBS / "ops_job.py"], TIMEOUT_S, env={"MPIREP_TF_BRIDGE": "numpy"}),
+                  2)
 
 
 def test_fallback_warns_once_when_the_library_cannot_build(tmp_path):
-    status, output = mpirun(1, JOBS / "ops_job.py",
-                            env={"MPIREP_CACHE_DIR": str(tmp_path), "CXX": "false"})
-    assert_passed(status, output, 1)
-    assert output.count("could not be built or loaded") == 1, output[-3000:]
+    job = mpirun(1, [JOBS / "ops_job.py"], TIMEOUT_S,
+                 env={"MPIREP_CACHE_DIR": str(tmp_path), "CXX": "false"})
+    assert_passed(job, 1)
+    assert job.output.count("could not be built or loaded") == 1, job.output[-3000:]
 
 
 @pytest.mark.parametrize("ranks,bridge", [(2, "native"), (3, "native"), (2, "numpy")])
 def test_join_with_uneven_work(ranks, bridge):
-    assert_passed(*mpirun(ranks, JOBS / "join_job.py", env={"MPIREP_TF_BRIDGE": bridge}), ranks)
+    assert_passed(mpirun(ranks, [JOBS / "join_job.py"], TIMEOUT_S,
+                         env={"MPIREP_TF_BRIDGE": bridge}), ranks)
 
 
 @pytest.mark.parametrize("bridge", ["native", "numpy"])
 def test_process_sets(bridge):
-    assert_passed(*mpirun(3, JOBS / "process_sets_job.py", env={"MPIREP_TF_BRIDGE": bridge}), 3)
+    assert_passed(mpirun(3, [JOBS / "process_sets_job.py"], TIMEOUT_S,
+                         env={"MPIREP_TF_BRIDGE": bridge}), 3)
 
 
 @pytest.mark.parametrize("ranks,keras", keras_cases([(3, "keras3"), (2, "tf_keras")]))
 def test_sync_batch_normalization(ranks, keras):
-    assert_passed(*mpirun(ranks, JOBS / "sync_bn_job.py", env=keras_env(keras)), ranks)
+    assert_passed(mpirun(ranks, [JOBS / "sync_bn_job.py"], TIMEOUT_S, env=keras_env(keras)), ranks)
 
 
 @pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (2, "tf_keras")]))
 def test_training(ranks, keras):
-    assert_passed(*mpirun(ranks, JOBS / "training_job.py", env=keras_env(keras), timeout_s=300),
-                  ranks)
+    assert_passed(mpirun(ranks, [JOBS / "training_job.py"], 300, env=keras_env(keras)), ranks)
 
 
 @pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (3, "tf_keras")]))
@@ -62,27 +67,27 @@ def test_local_variables_accumulation_and_tf1_optimizers(ranks, keras):
 @pytest.mark.parametrize("script", ["keras_mnist.py", "tf2_custom_loop.py",
                                     "horovod_port/tensorflow2_keras_mnist.py"])
 def test_example_at_two_ranks(script):
-    status, output = mpirun(2, REPO / "examples" / script, "--epochs", "2", timeout_s=200)
-    assert status == 0, output[-6000:]
-    assert len(re.findall(r"^final loss", output, re.M)) == 1, output[-3000:]  # rank 0 only
+    job = mpirun(2, [REPO / "examples" / script, "--epochs", "2"], 200)
+    assert job.returncode == 0, job.output[-6000:]
+    assert len(re.findall(r"^final loss", job.output, re.M)) == 1, job.output[-3000:]  # rank 0 only
 
 
 def test_weights_bit_identical_after_1000_steps_at_three_ranks():
-    assert_passed(*mpirun(3, JOBS / "determinism_job.py", timeout_s=400), 3)
+    assert_passed(mpirun(3, [JOBS / "determinism_job.py"], 400), 3)
 
 
 @pytest.mark.parametrize("mode,survivors_read", [
     ("raise", "rank 1 failed: RuntimeError: rank 1 raised in the middle of training"),
     ("exit", "rank 1 shut down (it called shutdown() or its process exited)")], ids=["raise", "exit"])
 def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
-    status, output = mpirun(3, JOBS / "rank_fails_in_fit_job.py", mode, timeout_s=120)
+    job = mpirun(3, [JOBS / "rank_fails_in_fit_job.py", mode], 120)
     ended = time.time()
-    failed_at = re.search(r"^FAILING (\d+\.\d+)$", output, re.M)
-    assert failed_at and status != 0, output[-6000:]
-    assert ended - float(failed_at.group(1)) < 10, output[-6000:]
-    assert output.count(survivors_read) == 2, output[-6000:]  # both other ranks, as tf errors
+    failed_at = re.search(r"^FAILING (\d+\.\d+)$", job.output, re.M)
+    assert failed_at and job.returncode != 0, job.output[-6000:]
+    assert ended - float(failed_at.group(1)) < 10, job.output[-6000:]
+    assert job.output.count(survivors_read) == 2, job.output[-6000:]  # both other ranks, as tf errors
 
 
 def test_stall_shutdown_is_deadline_exceeded_on_every_rank():
     env = {"MPIREP_STALL_SHUTDOWN_TIME_SECONDS": "2", "MPIREP_TF_BRIDGE": "native"}
-    assert_passed(*mpirun(3, JOBS / "stall_job.py", env=env), 3)
+    assert_passed(mpirun(3, [JOBS / "stall_job.py"], TIMEOUT_S, env=env), 3)

@@ -1,14 +1,11 @@
 """Command lines built for Open MPI, MPICH, Intel MPI and srun, from a Job (no MPI runs)."""
-import pathlib
-import sys
 
 import pytest
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parents[2]))   # this checkout's launch/
-from launch import mpi_probe, mpirun_argv, srun_argv  # noqa: E402
-from launch.errors import LaunchError  # noqa: E402
-from launch.hosts import Host  # noqa: E402
-from launch.job import Job  # noqa: E402
+from mpirep.launch import mpi_probe, mpirun_argv, srun_argv
+from mpirep.launch.errors import LaunchError
+from mpirep.launch.hosts import Host
+from mpirep.launch.job import Job
 
 OMPI = mpi_probe.MPIInfo(mpi_probe.OPEN_MPI, "4.1.4", "/usr/bin/mpirun")
 MPICH = mpi_probe.MPIInfo(mpi_probe.MPICH, "4.1.2", "/opt/mpich/bin/mpirun")

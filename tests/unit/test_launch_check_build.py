@@ -1,10 +1,8 @@
 """mpirep-run --check-build: each part probed in a subprocess, readiness from the parts a
 job needs."""
-import pathlib
 import sys
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parents[2]))   # this checkout's launch/
-from launch import check_build, mpi_probe  # noqa: E402
+from mpirep.launch import check_build, mpi_probe
 
 
 def test_ready_needs_mpi_mpi4py_and_the_core(monkeypatch):

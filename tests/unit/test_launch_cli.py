@@ -1,15 +1,12 @@
 """mpirep-run end to end with the MPI probe mocked: which launcher, which flags, what
 --dry-run prints, and the errors a user sees."""
-import pathlib
 import shlex
 import subprocess
 import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-sys.path.append(str(REPO))   # this checkout's launch/
-from launch import cli, hosts, mpi_probe  # noqa: E402
+from mpirep.launch import cli, hosts, mpi_probe
 
 OMPI = mpi_probe.MPIInfo(mpi_probe.OPEN_MPI, "4.1.4", "/usr/bin/mpirun")
 MPICH = mpi_probe.MPIInfo(mpi_probe.MPICH, "4.1.2", "/usr/bin/mpirun")
@@ -47,14 +44,17 @@ def test_local_oversubscription_counts_cores(mpi, capsys):
 
 def test_tuning_flags_become_mpirep_variables(mpi, capsys):
     words = dry_run(capsys, "-np", "2", "--fusion-threshold-mb", "64", "--cycle-time-ms", "2.5",
-                    "--stall-check-warning-time-seconds", "30", "--timeline-filename",
+                    "--stall-check-warning-time-seconds", "30",
+                    "--stall-check-shutdown-time-seconds", "0.5", "--timeline-filename",
                     "/tmp/tl.json", "-x", "FOO=bar baz", "-x", "HOME", "python", "t.py")
-    assert words[:5] == ["MPIREP_FUSION_THRESHOLD=67108864", "MPIREP_CYCLE_TIME=2.5",
-                         "MPIREP_STALL_CHECK_TIME_SECONDS=30", "MPIREP_TIMELINE=/tmp/tl.json",
+    assert words[:6] == ["MPIREP_FUSION_THRESHOLD=67108864", "MPIREP_CYCLE_TIME=2.5",
+                         "MPIREP_STALL_CHECK_TIME_SECONDS=30",
+                         "MPIREP_STALL_SHUTDOWN_TIME_SECONDS=0.5", "MPIREP_TIMELINE=/tmp/tl.json",
                          "FOO=bar baz"]
     exported = [words[i + 1] for i, word in enumerate(words) if word == "-x"]
     assert exported == ["FOO", "HOME", "MPIREP_CYCLE_TIME", "MPIREP_FUSION_THRESHOLD",
-                        "MPIREP_STALL_CHECK_TIME_SECONDS", "MPIREP_TIMELINE"]
+                        "MPIREP_STALL_CHECK_TIME_SECONDS", "MPIREP_STALL_SHUTDOWN_TIME_SECONDS",
+                        "MPIREP_TIMELINE"]
 
 
 def test_remote_hosts_get_the_environment_by_name(mpi, capsys):
@@ -148,33 +148,16 @@ def test_usage_errors_exit_2(capsys):
 
 
 def test_module_entry_point_and_import_purity(tmp_path):
-    """`python -m launch` runs, and importing the launcher loads neither TensorFlow nor
-    mpirep's native core (the package's parent is not even importable here)."""
+    """`python -m mpirep.launch` runs, and neither it nor mpirep/__init__.py, which Python
+    imports first, loads TensorFlow, mpi4py (which would start MPI) or mpirep's native core."""
     code = ("import runpy, sys\n"
-            f"sys.path.append({str(REPO)!r})\n"
             "sys.argv = ['mpirep-run', '--version']\n"
-            "try:\n    runpy.run_module('launch', run_name='__main__')\n"
+            "try:\n    runpy.run_module('mpirep.launch', run_name='__main__')\n"
             "except SystemExit as e:\n    assert e.code == 0\n"
-            "loaded = [m for m in sys.modules if m.startswith(('tensorflow', 'mpirep'))]\n"
+            "loaded = [m for m in sys.modules if m.startswith(('tensorflow', 'mpi4py'))\n"
+            "          or m == 'mpirep._core']\n"
             "assert not loaded, loaded\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("mpirep ")
-
-
-def test_installed_mpirep_launch_stays_pure(tmp_path):
-    """Once installed as mpirep.launch, loading it must not load mpirep's native core or
-    TensorFlow through mpirep/__init__.py."""
-    code = ("import importlib.util, sys\n"
-            "try:\n    found = importlib.util.find_spec('mpirep.launch')\n"
-            "except ImportError:\n    found = None\n"
-            "if found is None:\n    sys.exit(99)\n"
-            "import mpirep.launch.cli\n"
-            "loaded = [m for m in sys.modules if m == 'mpirep._core' or m.startswith('tensorflow')]\n"
-            "assert not loaded, loaded\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
-    if done.returncode == 99:
-        pytest.skip("mpirep is not installed with its launcher (mpirep.launch)")
-    assert done.returncode == 0, done.stderr

@@ -1,12 +1,9 @@
 """Host lists and hostfiles of mpirep-run."""
-import pathlib
-import sys
 
 import pytest
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parents[2]))   # this checkout's launch/
-from launch.hosts import (Host, HostError, format_host_list, parse_host_list,  # noqa: E402
-                          parse_hostfile, total_slots)
+from mpirep.launch.hosts import (Host, HostError, format_host_list, parse_host_list,
+                                 parse_hostfile, total_slots)
 
 
 def test_host_list_with_and_without_slots():

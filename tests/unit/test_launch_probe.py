@@ -1,12 +1,10 @@
 """Telling Open MPI, MPICH and Intel MPI apart from `mpirun --version`, and finding mpirun."""
 import os
-import pathlib
 import sys
 
 import pytest
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parents[2]))   # this checkout's launch/
-from launch import mpi_probe  # noqa: E402
+from mpirep.launch import mpi_probe
 
 OPEN_MPI_4 = "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
 OPEN_MPI_5 = "mpirun (Open MPI) 5.0.3\n\nReport bugs to https://www.open-mpi.org/community/help/\n"

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # A "launcher" that ignores TERM and starts a "rank" in a process group of its own (as Open
 # MPI does) that ignores TERM too; both write their pids.
@@ -25,15 +24,14 @@ time.sleep(300)
 
 SUPERVISE = """
 import os, sys
-sys.path.append({repo!r})
-from launch import runner
-from launch.job import Plan
-sys.exit(runner.run(Plan(sys.argv[1:], {{"FROM_PLAN": "1"}}), dict(os.environ), grace_seconds=1))
+from mpirep.launch import runner
+from mpirep.launch.job import Plan
+sys.exit(runner.run(Plan(sys.argv[1:], {"FROM_PLAN": "1"}), dict(os.environ), grace_seconds=1))
 """
 
 
 def supervise(*argv, **kwargs):
-    return subprocess.Popen([sys.executable, "-c", SUPERVISE.format(repo=str(REPO)), *argv],
+    return subprocess.Popen([sys.executable, "-c", SUPERVISE, *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, **kwargs)
 

@@ -4,8 +4,11 @@ Horovod Keras script by changing its import to ``import mpirep.tensorflow.keras 
 Works with Keras 3 (``tf.keras`` on TF >= 2.16) and with tf_keras (``TF_USE_LEGACY_KERAS=1``).
 """
 
+import sys
+
 import tensorflow as tf
 
+from mpirep.collectives import reduce_op_attribute
 from mpirep.tensorflow import (  # noqa: F401  (the shared part of the interface)
     Adasum,
     Compression,
@@ -86,8 +89,4 @@ def __getattr__(name):
         from mpirep.tensorflow.sync_batch_norm import sync_batch_normalization_class
 
         return sync_batch_normalization_class()
-    if name in ("Average", "Sum", "Min", "Max", "Product"):
-        import mpirep
-
-        return getattr(mpirep, name)
-    raise AttributeError(f"module 'mpirep.tensorflow.keras' has no attribute {name!r}")
+    return reduce_op_attribute(sys.modules[__name__], name)

@@ -3,6 +3,8 @@ tf.compat.v1 graph, with its gradient (Horovod's: an allgather or broadcast aver
 incoming gradient over ranks, a Sum reducescatter scales it by the number of ranks); errors as
 TF errors on every rank. Run under mpirun at any number of ranks."""
 
+import re
+
 import numpy as np
 import tensorflow as tf
 
@@ -213,6 +215,51 @@ def in_place_broadcast_of_variables():
         got = session.run(values)
         np.testing.assert_array_equal(got[0], value(N - 1))
         np.testing.assert_array_equal(session.run(resource), value(N - 1, (5,), np.int64))
+
+
+@check
+def reducescatter_scales_in_the_core():
+    """Prescale and postscale are applied by the core, once, in double: integers are truncated
+    toward zero after each scaling, floats exact here."""
+    rows = 2 * N + 1
+    start = sum(2 + (r < 1) for r in range(R))
+    stop = start + 2 + (R < 1)
+    for dtype in (np.int32, np.float32):
+        total = sum(3 * value(r, (rows, 2), dtype).astype(np.float64) for r in range(N))
+        scaled = total * 0.5
+        want = np.trunc(scaled) if dtype == np.int32 else scaled
+        for mode in MODES:
+            got = call(mode, lambda x: hvd.reducescatter(x, op=hvd.Sum, prescale_factor=3,
+                                                         postscale_factor=0.5),
+                       tf.constant(value(R, (rows, 2), dtype)))
+            assert got.dtype == tf.as_dtype(dtype)
+            np.testing.assert_array_equal(got.numpy(), want[start:stop].astype(dtype))
+
+
+@check
+def grouped_allreduce_of_different_lengths_fails_on_every_rank():
+    if N == 1:
+        return
+    lengths = [2 + r % 2 for r in range(N)]
+    ranks_of = {}
+    for r, length in enumerate(lengths):
+        ranks_of.setdefault(length, []).append(r)
+    by_rank = "; ".join(f"{length} on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+                        for length, ranks in ranks_of.items())
+    native = hvd_bridge_name() == "native"
+    for mode in MODES:
+        tensors = [tf.constant(value(R)) for _ in range(lengths[R])]
+        try:
+            call(mode, lambda *xs: hvd.grouped_allreduce(list(xs), op=hvd.Sum,
+                                                         name=f"uneven_group.{mode}"), *tensors)
+            raise AssertionError("no error")
+        except tf.errors.FailedPreconditionError as error:
+            assert re.search(rf"mismatched group sizes for tensor '[^']*': {by_rank}", str(error)), error
+        except tf.errors.UnknownError as error:
+            # numpy_function in a graph reports every Python error as Unknown.
+            assert not native and mode == "function" and "mismatched group sizes" in str(error), error
+        after = call(mode, lambda x: hvd.allreduce(x, op=hvd.Sum), tf.constant(value(R)))
+        np.testing.assert_allclose(after.numpy(), sum(value(r) for r in range(N)))
 
 
 @check

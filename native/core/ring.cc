@@ -46,12 +46,12 @@ std::vector<Ring::ChunkRange> Ring::Chunks(const std::vector<int64_t>& segments,
 // the one sent at step s+1, so each reduced chunk is forwarded at once. After n-1 steps the
 // segment received last, r-(n-1)-1 = r, has every rank's contribution.
 void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& segments,
-                         DataType dtype, ReduceOp op, const FinishChunk& finish) {
+                         DataType dtype, ReduceOp op, const Epilogue& epilogue) {
   const int n = transport_.size(), r = transport_.rank();
   const size_t esize = ElementSize(dtype);
   if (n == 1) {
     if (in != out && segments[0] > 0) std::memcpy(out, in, segments[0] * esize);
-    if (segments[0] > 0) finish(out, segments[0]);
+    if (segments[0] > 0) epilogue(out, segments[0]);
     return;
   }
   const int right = Wrap(r + 1, n), left = Wrap(r - 1, n);
@@ -78,7 +78,7 @@ void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& 
              c.count, dtype, op);
       if (i + kReceiveWindow < chunks.size()) post_receive(i + kReceiveWindow);
       if (last_step) {
-        finish(target, c.count);
+        epilogue(target, c.count);
       } else {
         sends.push_back(transport_.Isend(right, target, c.count * esize));
       }
@@ -115,9 +115,9 @@ void Ring::Allgather(void* buf, const std::vector<int64_t>& segments, size_t ele
 }
 
 void Ring::Allreduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
-                     const FinishChunk& finish) {
+                     const Epilogue& epilogue) {
   const std::vector<int64_t> segments = EvenSegments(count, transport_.size());
-  ReduceScatter(in, out, segments, dtype, op, finish);
+  ReduceScatter(in, out, segments, dtype, op, epilogue);
   Allgather(out, segments, ElementSize(dtype));
 }
 

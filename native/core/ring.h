@@ -22,20 +22,20 @@ class Ring {
  public:
   // Applied to each chunk of this rank's own segment once it is fully reduced, before it is
   // shared (postscaling, averaging). Arguments: data, element count.
-  using FinishChunk = std::function<void(void*, int64_t)>;
+  using Epilogue = std::function<void(void*, int64_t)>;
 
   Ring(Transport& transport, size_t chunk_bytes);
 
   // out = reduction of every rank's `in`. `in` may equal `out`. Rank r's segment of `out` holds
   // the finished result; other segments hold partial sums.
   void ReduceScatter(const void* in, void* out, const std::vector<int64_t>& segments,
-                     DataType dtype, ReduceOp op, const FinishChunk& finish);
+                     DataType dtype, ReduceOp op, const Epilogue& epilogue);
 
   // In place: on entry segment `rank` of `buf` is this rank's; on return all are filled.
   void Allgather(void* buf, const std::vector<int64_t>& segments, size_t element_size);
 
   void Allreduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
-                 const FinishChunk& finish);
+                 const Epilogue& epilogue);
 
  private:
   struct ChunkRange {

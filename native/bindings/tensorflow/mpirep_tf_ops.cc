@@ -1,20 +1,19 @@
 // TensorFlow op library for mpirep: one asynchronous kernel, MpirepCollective, that hands its
-// input to the core through the C API (native/c_api.h) and completes from the core's callbacks,
+// input to the core through the C API (bindings/c_api.h) and completes from the core's callbacks,
 // so a graph keeps computing while its collectives negotiate and run.
 //
 // The library never links against the core: Python passes the address of the core's function
-// table to mpirep_tf_set_api() after loading both. Codes for collectives, dtypes and statuses
-// come from native/common.h, the same vocabulary the core and its Python module use.
+// table to mpirep_tf_set_api() after loading both. Codes for collectives, dtypes and statuses,
+// the dtypes the op accepts and the TensorFlow error each status becomes all come from
+// core/common.h, the same vocabulary the core and its Python module use. Large outputs come
+// from the core's one output pool, through the C API.
 #include <atomic>
-#include <cstdlib>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "c_api.h"
-#include "common.h"
+#include "bindings/c_api.h"
+#include "core/common.h"
 #include "tf_compat.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -35,37 +34,39 @@ std::atomic<const mpirep_api*> g_api{nullptr};
 // The core insists on a real address even for an empty buffer.
 char g_empty_buffer[1];
 
+// The dtype names of common.h are numpy's, which TensorFlow's parser accepts too.
 bool CoreDataType(tensorflow::DataType dtype, mpirep::DataType* out) {
-  switch (dtype) {
-    case tensorflow::DT_UINT8: *out = mpirep::DataType::UINT8; return true;
-    case tensorflow::DT_INT8: *out = mpirep::DataType::INT8; return true;
-    case tensorflow::DT_UINT16: *out = mpirep::DataType::UINT16; return true;
-    case tensorflow::DT_INT16: *out = mpirep::DataType::INT16; return true;
-    case tensorflow::DT_INT32: *out = mpirep::DataType::INT32; return true;
-    case tensorflow::DT_INT64: *out = mpirep::DataType::INT64; return true;
-    case tensorflow::DT_HALF: *out = mpirep::DataType::FLOAT16; return true;
-    case tensorflow::DT_BFLOAT16: *out = mpirep::DataType::BFLOAT16; return true;
-    case tensorflow::DT_FLOAT: *out = mpirep::DataType::FLOAT32; return true;
-    case tensorflow::DT_DOUBLE: *out = mpirep::DataType::FLOAT64; return true;
-    case tensorflow::DT_BOOL: *out = mpirep::DataType::BOOL; return true;
-    default: return false;
+  tensorflow::DataType named;
+#define MPIREP_TF_DTYPE_CASE(name, py, size)                                      \
+  if (tensorflow::DataTypeFromString(#py, &named) && named == dtype) {          \
+    *out = mpirep::DataType::name;                                              \
+    return true;                                                                \
   }
+  MPIREP_DTYPES(MPIREP_TF_DTYPE_CASE)
+#undef MPIREP_TF_DTYPE_CASE
+  return false;
 }
 
+// "T: {uint8, int8, ...}": every dtype of common.h.
+std::string DtypeAttr() {
+  std::string names;
+#define MPIREP_TF_DTYPE_NAME(name, py, size) names += (names.empty() ? "" : ", ") + std::string(#py);
+  MPIREP_DTYPES(MPIREP_TF_DTYPE_NAME)
+#undef MPIREP_TF_DTYPE_NAME
+  return "T: {" + names + "}";
+}
+
+// The TensorFlow error of each core status is the canonical code of the status table.
 Status TfStatus(int code, const char* message) {
+  if (code == static_cast<int>(mpirep::StatusCode::OK)) return OkStatus();
   switch (static_cast<mpirep::StatusCode>(code)) {
-    case mpirep::StatusCode::OK: return OkStatus();
-    case mpirep::StatusCode::INVALID_ARGUMENT:
-      return ErrorStatus(absl::StatusCode::kInvalidArgument, message);
-    case mpirep::StatusCode::MISMATCH:
-      return ErrorStatus(absl::StatusCode::kFailedPrecondition, message);
-    case mpirep::StatusCode::SHUT_DOWN: return ErrorStatus(absl::StatusCode::kAborted, message);
-    case mpirep::StatusCode::UNSUPPORTED:
-      return ErrorStatus(absl::StatusCode::kUnimplemented, message);
-    case mpirep::StatusCode::STALLED:
-      return ErrorStatus(absl::StatusCode::kDeadlineExceeded, message);
-    default: return ErrorStatus(absl::StatusCode::kInternal, message);
+#define MPIREP_TF_STATUS_CASE(name, py, canonical) \
+  case mpirep::StatusCode::name:                   \
+    return ErrorStatus(static_cast<absl::StatusCode>(tensorflow::error::canonical), message);
+    MPIREP_STATUS_CODES(MPIREP_TF_STATUS_CASE)
+#undef MPIREP_TF_STATUS_CASE
   }
+  return ErrorStatus(absl::StatusCode::kInternal, message);
 }
 
 void* DataOf(const Tensor& tensor) {
@@ -73,57 +74,17 @@ void* DataOf(const Tensor& tensor) {
   return const_cast<char*>(tensor.tensor_data().data());
 }
 
-// Outputs of at least kPoolMinBytes live in buffers that are recycled by size instead of being
-// returned to the system: a fresh multi-megabyte allocation is a fresh mmap whose pages fault in
-// one by one while the ring writes them, which cost more than the transfer at 64 MiB. A training
-// step reduces the same sizes every step, so their buffers come back warm.
+// Outputs of at least kPoolMinBytes live in the core's output pool (64-byte aligned, as
+// TensorFlow's CPU allocator is), which recycles buffers by size instead of returning them to
+// the system: a fresh multi-megabyte allocation is a fresh mmap whose pages fault in one by one
+// while the ring writes them, which cost more than the transfer at 64 MiB. A training step
+// reduces the same sizes every step, so their buffers come back warm.
 constexpr size_t kPoolMinBytes = 1 << 20;
-constexpr size_t kPoolMaxCachedBytes = size_t{1} << 30;
-constexpr size_t kAlignment = 64;  // what TensorFlow's CPU allocator guarantees
-
-class BufferPool {
- public:
-  void* Take(size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto found = free_.find(bytes);
-      if (found != free_.end()) {
-        void* data = found->second;
-        free_.erase(found);
-        cached_ -= bytes;
-        return data;
-      }
-    }
-    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-  }
-
-  void Give(void* data, size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (cached_ + bytes <= kPoolMaxCachedBytes) {
-        free_.emplace(bytes, data);
-        cached_ += bytes;
-        return;
-      }
-    }
-    std::free(data);
-  }
-
- private:
-  std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
-  size_t cached_ = 0;
-};
-
-// Never destroyed: tensors holding pooled buffers may outlive static destructors.
-BufferPool& Pool() {
-  static BufferPool* pool = new BufferPool;
-  return *pool;
-}
 
 class PooledBuffer : public tensorflow::TensorBuffer {
  public:
-  PooledBuffer(void* data, size_t bytes) : TensorBuffer(data), bytes_(bytes) {}
+  PooledBuffer(void* data, size_t bytes, size_t capacity)
+      : TensorBuffer(data), bytes_(bytes), capacity_(capacity) {}
   size_t size() const override { return bytes_; }
   TensorBuffer* root_buffer() override { return this; }
   void FillAllocationDescription(tensorflow::AllocationDescription* proto) const override {
@@ -132,8 +93,10 @@ class PooledBuffer : public tensorflow::TensorBuffer {
   }
 
  private:
-  ~PooledBuffer() override { Pool().Give(data(), bytes_); }
+  // The table outlives every tensor: the core's library stays loaded.
+  ~PooledBuffer() override { g_api.load()->put_output_buffer(data(), capacity_); }
   size_t bytes_;
+  size_t capacity_;
 };
 
 // Everything one enqueued operation needs until the core calls done. The input tensor itself
@@ -166,9 +129,10 @@ void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
   const size_t bytes =
       static_cast<size_t>(shape.num_elements()) * tensorflow::DataTypeSize(op->dtype);
   if (bytes >= kPoolMinBytes) {
-    void* data = Pool().Take(bytes);
+    size_t capacity = 0;
+    void* data = g_api.load()->get_output_buffer(bytes, &capacity);
     if (data == nullptr) return nullptr;
-    auto* buffer = new PooledBuffer(data, bytes);
+    auto* buffer = new PooledBuffer(data, bytes, capacity);
     Tensor pooled(op->dtype, shape, buffer);
     buffer->Unref();  // the tensor holds its own reference
     op->context->set_output(0, std::move(pooled));
@@ -178,16 +142,16 @@ void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
   return DataOf(*output);
 }
 
-void Finish(void* user, int code, const char* message, int nsplits, const int64_t* received) {
+void Done(void* user, const mpirep_result* result) {
   std::unique_ptr<InFlight> op(static_cast<InFlight*>(user));
-  Status status = TfStatus(code, message);
+  Status status = TfStatus(result->status, result->message);
   if (status.ok()) {
     Tensor* splits = nullptr;
-    const int64_t count = op->returns_splits ? nsplits : 0;
+    const int64_t count = op->returns_splits ? result->nsplits : 0;
     status = op->context->allocate_output(1, TensorShape({count}), &splits);
     if (status.ok()) {
       auto flat = splits->flat<int64_t>();
-      for (int64_t i = 0; i < count; ++i) flat(i) = received[i];
+      for (int64_t i = 0; i < count; ++i) flat(i) = result->received_splits[i];
     }
   }
   op->context->SetStatus(status);
@@ -203,6 +167,7 @@ class CollectiveOp : public AsyncOpKernel {
     OP_REQUIRES_OK(context, context->GetAttr("prescale", &prescale_));
     OP_REQUIRES_OK(context, context->GetAttr("postscale", &postscale_));
     OP_REQUIRES_OK(context, context->GetAttr("process_set", &process_set_));
+    OP_REQUIRES_OK(context, context->GetAttr("group_size", &group_size_));
     OP_REQUIRES(context, CoreDataType(context->input_type(0), &dtype_),
                 ErrorStatus(absl::StatusCode::kInvalidArgument,
                             "mpirep does not support this dtype"));
@@ -211,8 +176,8 @@ class CollectiveOp : public AsyncOpKernel {
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
     const mpirep_api* api = g_api.load();
     OP_REQUIRES_ASYNC(context, api != nullptr && api->is_initialized(),
-                      ErrorStatus(absl::StatusCode::kFailedPrecondition,
-                                  "mpirep is not initialised: call mpirep.tensorflow.init() first"),
+                      TfStatus(static_cast<int>(mpirep::StatusCode::NOT_INITIALIZED),
+                               "mpirep is not initialised: call mpirep.tensorflow.init() first"),
                       done);
     auto op = std::make_unique<InFlight>();
     op->context = context;
@@ -241,10 +206,11 @@ class CollectiveOp : public AsyncOpKernel {
     desc.splits = op->splits.empty() ? nullptr : op->splits.data();
     desc.input = DataOf(input);
     desc.process_set = process_set_;
+    desc.group_size = group_size_;
 
     char error[1024] = "";
-    InFlight* user = op.release();  // owned by Finish from here on, if the enqueue succeeds
-    const int code = api->enqueue(&desc, AllocateOutput, Finish, user, error, sizeof(error));
+    InFlight* user = op.release();  // owned by Done from here on, if the enqueue succeeds
+    const int code = api->enqueue(&desc, AllocateOutput, Done, user, error, sizeof(error));
     if (code != static_cast<int>(mpirep::StatusCode::OK)) {
       std::unique_ptr<InFlight> failed(user);
       failed->context->SetStatus(TfStatus(code, error));
@@ -259,6 +225,7 @@ class CollectiveOp : public AsyncOpKernel {
   float prescale_;
   float postscale_;
   int process_set_;
+  int group_size_;
   mpirep::DataType dtype_;
 };
 
@@ -291,13 +258,14 @@ REGISTER_OP("MpirepCollective")
     .Input("splits: int64")
     .Output("output: T")
     .Output("received_splits: int64")
-    .Attr("T: {uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool}")
+    .Attr(mpirep_tf::DtypeAttr())
     .Attr("collective: int")
     .Attr("reduce_op: int = 0")
     .Attr("root_rank: int = 0")
     .Attr("prescale: float = 1.0")
     .Attr("postscale: float = 1.0")
     .Attr("process_set: int = 0")
+    .Attr("group_size: int = 0")  // tensors in its grouped allreduce, so that ranks can check they agree
     .SetIsStateful()  // never constant-folded or deduplicated: every rank must take part
     .SetShapeFn(mpirep_tf::CollectiveShape);
 

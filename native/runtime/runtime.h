@@ -15,11 +15,12 @@
 #include <unordered_set>
 #include <vector>
 
-#include "config.h"
-#include "coordinator.h"
-#include "executor.h"
-#include "operation.h"
-#include "timeline.h"
+#include "core/coordinator.h"
+#include "core/executor.h"
+#include "core/operation.h"
+#include "core/settings.h"
+#include "core/timeline.h"
+#include "mpi_transport.h"
 
 namespace mpirep {
 
@@ -54,7 +55,6 @@ class Runtime {
  private:
   void ThreadMain(MPI_Comm comm);
   void Setup(MPI_Comm comm);
-  Status Validate(const Request& request, const std::vector<int>& members) const;
   void ChangeProcessSets(const Response& response);
 
   bool SubmitQueued();
@@ -66,8 +66,8 @@ class Runtime {
   void Execute(const Response& response);
   void Record(const Response& response, const std::vector<Operation*>& ops,
               std::chrono::steady_clock::time_point start);
-  void Complete(const std::string& name, const Status& status,
-                const std::vector<int64_t>& received_splits = {});
+  // Ends the local operation `name`, if this rank submitted it: calls its `done`.
+  void Deliver(const std::string& name, const Status& status, const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
   void ReapSends(bool block);
   bool WaitingOnPeers() const;
@@ -92,10 +92,13 @@ class Runtime {
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
   struct ProcessSetComm {  // this rank's side of a process set it belongs to
-    MPI_Comm data = MPI_COMM_NULL;
-    std::unique_ptr<Executor> executor;
+    ProcessSetComm(MPI_Comm comm, int64_t chunk_bytes)
+        : data(comm), transport(comm), executor(transport, chunk_bytes) {}
+    MPI_Comm data;
+    MpiTransport transport;
+    Executor executor;
   };
-  std::map<int32_t, ProcessSetComm> executors_;  // 0: every rank, on data_
+  std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::unique_ptr<Timeline> timeline_;        // rank 0 only, when configured
   std::unordered_map<std::string, Operation> submitted_;
@@ -105,16 +108,10 @@ class Runtime {
   };
   std::list<Outgoing> outgoing_;
   bool joined_ = false;  // this rank's join is pending: it stands in for tensors it lacks
-  struct StandIn {
-    StandIn(const Response& response, size_t index);
-    Operation op;
-    std::vector<char> zeros;
-    std::vector<char> discarded;
-  };
   bool shutdown_sent_ = false;
   // Set when this rank has sent a shutdown with a reason (it failed).
   std::optional<std::chrono::steady_clock::time_point> abort_at_;
-  bool finished_ = false;
+  bool stopped_ = false;  // rank 0 said STOP
   std::optional<Coordinator::Clock::time_point> holding_since_;  // ready tensors held back
   Coordinator::Clock::time_point last_stall_check_;
 };

@@ -24,14 +24,12 @@ Shape WithFirstDim(const Shape& shape, int64_t first) {
 
 }  // namespace
 
-Executor::Executor(MPI_Comm data_comm, const Config& config)
-    : comm_(data_comm),
-      fusion_threshold_(config.fusion_threshold_bytes),
-      transport_(data_comm),
-      ring_(transport_, static_cast<size_t>(std::min<int64_t>(config.chunk_bytes, kMaxMessageBytes))) {
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
-}
+Executor::Executor(Transport& transport, int64_t chunk_bytes)
+    : transport_(transport),
+      rank_(transport.rank()),
+      size_(transport.size()),
+      chunk_bytes_(static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes))),
+      ring_(transport, chunk_bytes_) {}
 
 char* Executor::Scratch(std::vector<char>& buffer, size_t bytes) {
   if (buffer.size() < bytes) buffer.resize(bytes);
@@ -49,7 +47,7 @@ void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
 }
 
 std::vector<Status> Executor::Run(const Response& response, const std::vector<Operation*>& ops,
-                                  std::vector<int64_t>* received_splits) {
+                                  OperationResult* result) {
   switch (response.collective) {
     case Collective::ALLREDUCE:
       return Allreduce(response, ops);
@@ -60,18 +58,18 @@ std::vector<Status> Executor::Run(const Response& response, const std::vector<Op
     case Collective::REDUCESCATTER:
       return {Reducescatter(*ops[0])};
     case Collective::ALLTOALL:
-      return {Alltoall(response, *ops[0], received_splits)};
+      return {Alltoall(response, *ops[0], &result->received_splits)};
     case Collective::BARRIER:
       return {Status::Ok()};  // agreeing that every rank arrived was the barrier
     case Collective::JOIN:
-      *received_splits = response.rank_sizes;  // the rank that joined last
+      result->last_joined_rank = response.last_joined_rank;
       return {Status::Ok()};
   }
   return {Status::Error(StatusCode::INTERNAL, "unknown collective")};
 }
 
 // Averaging divides once, on the owner of each segment, so every rank receives the same bits.
-Ring::FinishChunk Executor::Finisher(DataType dtype, ReduceOp op, double postscale) const {
+Ring::Epilogue Executor::EpilogueFor(DataType dtype, ReduceOp op, double postscale) const {
   const int n = size_;
   if (op == ReduceOp::AVERAGE && !IsFloating(dtype)) {
     return [=](void* data, int64_t count) {
@@ -87,7 +85,7 @@ Ring::FinishChunk Executor::Finisher(DataType dtype, ReduceOp op, double postsca
 std::vector<Status> Executor::Allreduce(const Response& response, const std::vector<Operation*>& ops) {
   const DataType dtype = response.dtype;
   const size_t esize = ElementSize(dtype);
-  const Ring::FinishChunk finish = Finisher(dtype, response.op, response.postscale);
+  const Ring::Epilogue epilogue = EpilogueFor(dtype, response.op, response.postscale);
   std::vector<Status> statuses(ops.size());
 
   if (ops.size() == 1) {  // reduce straight from the input into the output: no packing
@@ -99,7 +97,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
       Scale(out, in, count, dtype, response.prescale);
       in = out;
     }
-    ring_.Allreduce(in, out, count, dtype, response.op, finish);
+    ring_.Allreduce(in, out, count, dtype, response.op, epilogue);
     return statuses;
   }
 
@@ -115,7 +113,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
     }
     offset += Bytes(*op);
   }
-  ring_.Allreduce(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, finish);
+  ring_.Allreduce(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
   offset = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     void* out = Output(*ops[i], ops[i]->request.shape, &statuses[i]);
@@ -131,9 +129,9 @@ Status Executor::Allgather(const Response& response, Operation& op) {
   std::vector<int64_t> segments;
   int64_t rows = 0, before = 0;
   for (int r = 0; r < size_; ++r) {
-    segments.push_back(response.rank_sizes[r] * row);
-    if (r < rank_) before += response.rank_sizes[r];
-    rows += response.rank_sizes[r];
+    segments.push_back(response.first_dims[r] * row);
+    if (r < rank_) before += response.first_dims[r];
+    rows += response.first_dims[r];
   }
   Status status;
   const size_t esize = ElementSize(op.request.dtype);
@@ -143,17 +141,31 @@ Status Executor::Allgather(const Response& response, Operation& op) {
   return status;
 }
 
+// A chain from the root around the ring, chunk by chunk: each rank forwards a chunk to the next
+// as soon as it has it. Every link carries the buffer once, so a large buffer moves at link
+// speed, and the last rank finishes n-2 chunks after the root's last send.
 Status Executor::Broadcast(Operation& op) {
   Status status;
   char* out = static_cast<char*>(Output(op, op.request.shape, &status));
   const int64_t bytes = Bytes(op);
-  if (rank_ == op.request.root) std::memcpy(out, op.input, bytes);
-  for (int64_t done = 0; done < bytes; done += kMaxMessageBytes) {
-    const int piece = static_cast<int>(std::min<int64_t>(kMaxMessageBytes, bytes - done));
-    MPI_Request request;
-    MPI_Ibcast(out + done, piece, MPI_BYTE, op.request.root, comm_, &request);
-    WaitPolitely(&request, DataPathBackoff());
+  const int root = op.request.root;
+  const int position = (rank_ - root + size_) % size_;  // hops from the root
+  const int next = (rank_ + 1) % size_, previous = (rank_ - 1 + size_) % size_;
+  const bool forwards = position < size_ - 1;
+  const char* source = position == 0 ? static_cast<const char*>(op.input) : out;
+  std::vector<Transport::Handle> receives, sends;
+  if (position > 0) {
+    for (int64_t at = 0; at < bytes; at += chunk_bytes_) {
+      receives.push_back(transport_.Irecv(previous, out + at, std::min<int64_t>(chunk_bytes_, bytes - at)));
+    }
   }
+  size_t chunk = 0;
+  for (int64_t at = 0; at < bytes; at += chunk_bytes_, ++chunk) {
+    if (position > 0) transport_.Wait(receives[chunk]);
+    if (forwards) sends.push_back(transport_.Isend(next, source + at, std::min<int64_t>(chunk_bytes_, bytes - at)));
+  }
+  if (position == 0 && bytes > 0) std::memcpy(out, op.input, bytes);  // while the sends progress
+  for (Transport::Handle h : sends) transport_.Wait(h);
   return status;
 }
 
@@ -174,7 +186,7 @@ Status Executor::Reducescatter(Operation& op) {
     Scale(work, in, NumElements(req.shape), req.dtype, req.prescale);
     in = work;
   }
-  ring_.ReduceScatter(in, work, segments, req.dtype, req.op, Finisher(req.dtype, req.op, req.postscale));
+  ring_.ReduceScatter(in, work, segments, req.dtype, req.op, EpilogueFor(req.dtype, req.op, req.postscale));
   Status status;
   void* out = Output(op, WithFirstDim(req.shape, rows[rank_]), &status);
   std::memcpy(out, work + before * row * esize, rows[rank_] * row * esize);
@@ -187,7 +199,7 @@ Status Executor::Alltoall(const Response& response, Operation& op,
                           std::vector<int64_t>* received_splits) {
   const Request& req = op.request;
   const int64_t row_bytes = RowElements(req.shape) * static_cast<int64_t>(ElementSize(req.dtype));
-  auto split = [&](int from, int to) { return response.rank_sizes[from * size_ + to]; };
+  auto split = [&](int from, int to) { return response.split_matrix[from * size_ + to]; };
   std::vector<int64_t> send_offset(size_ + 1, 0), recv_offset(size_ + 1, 0);
   received_splits->assign(size_, 0);
   for (int r = 0; r < size_; ++r) {

@@ -79,6 +79,8 @@ std::string Encode(const RequestList& list) {
     w.Put(r.splits);
     w.Put(r.process_set);
     w.Put(r.group_size);
+    w.Put(r.new_set_ranks);
+    w.Put(r.removed_set);
   }
   return w.Take();
 }
@@ -102,6 +104,8 @@ RequestList DecodeRequestList(const std::string& bytes) {
     r.splits = rd.GetInts();
     r.process_set = rd.Get<int32_t>();
     r.group_size = rd.Get<int32_t>();
+    r.new_set_ranks = rd.GetInts();
+    r.removed_set = rd.Get<int32_t>();
   }
   return list;
 }
@@ -125,7 +129,12 @@ std::string Encode(const ResponseList& list) {
     w.Put(r.error_code);
     w.Put(r.error);
     w.Put(r.error_ranks);
-    w.Put(r.rank_sizes);
+    w.Put(r.first_dims);
+    w.Put(r.split_matrix);
+    w.Put(r.last_joined_rank);
+    w.Put(r.new_set_id);
+    w.Put(r.new_set_ranks);
+    w.Put(r.removed_set);
   }
   return w.Take();
 }
@@ -150,7 +159,12 @@ ResponseList DecodeResponseList(const std::string& bytes) {
     r.error_code = rd.Get<StatusCode>();
     r.error = rd.GetString();
     r.error_ranks = rd.GetInts();
-    r.rank_sizes = rd.GetInts();
+    r.first_dims = rd.GetInts();
+    r.split_matrix = rd.GetInts();
+    r.last_joined_rank = rd.Get<int32_t>();
+    r.new_set_id = rd.Get<int32_t>();
+    r.new_set_ranks = rd.GetInts();
+    r.removed_set = rd.Get<int32_t>();
   }
   return list;
 }

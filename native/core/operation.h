@@ -3,11 +3,19 @@
 
 #include <chrono>
 #include <functional>
+#include <vector>
 
 #include "common.h"
 #include "message.h"
 
 namespace mpirep {
+
+// What an operation hands back besides its output.
+struct OperationResult {
+  std::vector<int64_t> received_splits;  // alltoall: the rows received from each rank
+  int32_t last_joined_rank = -1;         // join: the rank that joined last
+  int32_t new_process_set = 0;           // add_process_set: the id of the new set
+};
 
 struct Operation {
   Request request;  // what all ranks must agree on; `rank` is filled in by the runtime
@@ -16,8 +24,8 @@ struct Operation {
   // Called on the background thread once the output shape is known; returns memory for the
   // whole output, or nullptr if it cannot.
   std::function<void*(const Shape&)> allocate;
-  // Called exactly once, on the background thread. `received_splits` is set for alltoall.
-  std::function<void(const Status&, const std::vector<int64_t>& received_splits)> done;
+  // Called exactly once, on the background thread.
+  std::function<void(const Status&, const OperationResult&)> done;
 };
 
 }  // namespace mpirep

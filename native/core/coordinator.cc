@@ -90,18 +90,18 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
   }
   if (request.collective == Collective::JOIN) {
     Joined(request.rank);
-  } else if (Complete(p)) {
-    Finish(request.name);
+  } else if (AllSubmitted(p)) {
+    MarkReady(request.name);
   }
 }
 
-bool Coordinator::Complete(const Pending& p) const {
+bool Coordinator::AllSubmitted(const Pending& p) const {
   const bool is_join = AnyRequest(p).collective == Collective::JOIN;  // join needs every rank
   return std::all_of(p.members.begin(), p.members.end(),
                      [&](int r) { return p.submitted[r] || (joined_[r] && !is_join); });
 }
 
-void Coordinator::Finish(const std::string& name) {
+void Coordinator::MarkReady(const std::string& name) {
   auto it = pending_.find(name);
   Response decided = Decide(name, it->second);
   const Request& any = AnyRequest(it->second);
@@ -116,7 +116,7 @@ void Coordinator::Joined(int rank) {
   std::vector<std::string> now_complete;
   std::string join_name;  // set once every rank has joined
   for (const auto& [name, p] : pending_) {
-    if (!Complete(p)) continue;
+    if (!AllSubmitted(p)) continue;
     if (p.submitted[rank] && p.by_rank[rank].collective == Collective::JOIN) {
       join_name = name;
     } else {
@@ -124,9 +124,9 @@ void Coordinator::Joined(int rank) {
     }
   }
   std::sort(now_complete.begin(), now_complete.end());  // a deterministic order
-  for (const std::string& name : now_complete) Finish(name);
+  for (const std::string& name : now_complete) MarkReady(name);
   if (!join_name.empty()) {  // last, after everything the joined ranks still had in flight
-    Finish(join_name);
+    MarkReady(join_name);
     joined_.assign(size_, false);
   }
 }
@@ -175,7 +175,9 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) {
     ok = check("root ranks", [](const Request& r) { return std::to_string(r.root); });
   }
   if (ok && (c == Collective::ADD_PROCESS_SET || c == Collective::REMOVE_PROCESS_SET)) {
-    ok = check("process sets", [](const Request& r) { return ShapeString(r.splits); });
+    ok = check("process sets", [](const Request& r) {
+      return r.collective == Collective::ADD_PROCESS_SET ? ShapeString(r.new_set_ranks) : std::to_string(r.removed_set);
+    });
     if (ok) DecideProcessSetChange(name, first, &response);
     return response;
   }
@@ -195,14 +197,14 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) {
     unsupported("broadcast from root rank " + std::to_string(first.root) + ", which has joined");
   } else if (ok && c == Collective::ALLGATHER) {
     for (int r : p.members) {
-      response.rank_sizes.push_back(p.submitted[r] && !p.by_rank[r].shape.empty() ? p.by_rank[r].shape[0] : 0);
+      response.first_dims.push_back(p.submitted[r] && !p.by_rank[r].shape.empty() ? p.by_rank[r].shape[0] : 0);
     }
   } else if (ok && c == Collective::ALLTOALL) {
     for (const Request* r : requests) {
-      response.rank_sizes.insert(response.rank_sizes.end(), r->splits.begin(), r->splits.end());
+      response.split_matrix.insert(response.split_matrix.end(), r->splits.begin(), r->splits.end());
     }
   } else if (ok && c == Collective::JOIN) {
-    response.rank_sizes = {last_joined_};
+    response.last_joined_rank = last_joined_;
   }
   return response;
 }
@@ -216,15 +218,15 @@ void Coordinator::DecideProcessSetChange(const std::string& name, const Request&
   };
   if (request.collective == Collective::ADD_PROCESS_SET) {
     const int32_t id = next_process_set_++;
-    process_sets_[id].assign(request.splits.begin(), request.splits.end());
-    response->rank_sizes = {id};
-    response->rank_sizes.insert(response->rank_sizes.end(), request.splits.begin(), request.splits.end());
+    process_sets_[id].assign(request.new_set_ranks.begin(), request.new_set_ranks.end());
+    response->new_set_id = id;
+    response->new_set_ranks = request.new_set_ranks;
     return;
   }
-  const int32_t id = request.splits.empty() ? -1 : static_cast<int32_t>(request.splits[0]);
+  const int32_t id = request.removed_set;
   if (id == 0) return reject("the process set of all ranks cannot be removed");
   if (process_sets_.erase(id) == 0) return reject("unknown process set " + std::to_string(id));
-  response->rank_sizes = {id};
+  response->removed_set = id;
   std::vector<std::string> orphans;
   for (const auto& [other, p] : pending_) {
     if (AnyRequest(p).process_set == id) orphans.push_back(other);

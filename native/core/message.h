@@ -20,9 +20,11 @@ struct Request {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
-  std::vector<int64_t> splits;  // alltoall: rows sent to each rank; process set ranks or id
+  std::vector<int64_t> splits;  // alltoall: rows sent to each rank of the set
   int32_t process_set = 0;      // 0: all ranks; `root` and `splits` count ranks of the set
   int32_t group_size = 0;       // tensors in its grouped_allreduce (0: not grouped)
+  std::vector<int64_t> new_set_ranks;  // add_process_set: the ranks of the set to create
+  int32_t removed_set = 0;             // remove_process_set: the id of the set to remove
 };
 
 struct RequestList {
@@ -33,7 +35,8 @@ struct RequestList {
 
 // A decision every rank carries out in the same order.
 struct Response {
-  enum class Kind : uint8_t { EXECUTE, ERROR, FINISH };
+  // STOP: every rank has shut down; the background threads exit.
+  enum class Kind : uint8_t { EXECUTE, ERROR, STOP };
   Kind kind = Kind::EXECUTE;
   Collective collective = Collective::ALLREDUCE;
   int32_t process_set = 0;
@@ -51,10 +54,12 @@ struct Response {
   // ERROR: the ranks it concerns, or empty for every rank. A rank that had not submitted the
   // tensor when the error was decided must not take it for a later tensor of that name.
   std::vector<int64_t> error_ranks;
-  // allgather: each rank's first dimension; alltoall: the size x size split matrix, row i being
-  // what rank i sends; join: the rank that joined last; add_process_set: the new id, then
-  // the set's ranks; remove_process_set: the id.
-  std::vector<int64_t> rank_sizes;
+  std::vector<int64_t> first_dims;    // allgather: each rank's first dimension
+  std::vector<int64_t> split_matrix;  // alltoall: size x size, row i being what rank i sends
+  int32_t last_joined_rank = -1;      // join
+  int32_t new_set_id = 0;             // add_process_set: the id given to the new set
+  std::vector<int64_t> new_set_ranks; // add_process_set: its ranks
+  int32_t removed_set = 0;            // remove_process_set
   // Known to the coordinator only, never encoded: the bytes of all named tensors together,
   // which the fusion planner needs.
   int64_t bytes = 0;

@@ -4,17 +4,6 @@
 
 namespace mpirep {
 
-size_t ElementSize(DataType dtype) {
-  switch (dtype) {
-#define MPIREP_SIZE_CASE(name, py, size) \
-  case DataType::name:                   \
-    return size;
-    MPIREP_DTYPES(MPIREP_SIZE_CASE)
-#undef MPIREP_SIZE_CASE
-  }
-  return 0;
-}
-
 const char* DataTypeName(DataType dtype) {
   switch (dtype) {
 #define MPIREP_NAME_CASE(name, py, size) \
@@ -51,12 +40,6 @@ const char* CollectiveName(Collective collective) {
 bool IsFloating(DataType dtype) {
   return dtype == DataType::FLOAT16 || dtype == DataType::BFLOAT16 ||
          dtype == DataType::FLOAT32 || dtype == DataType::FLOAT64;
-}
-
-int64_t NumElements(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
 }
 
 std::string ShapeString(const Shape& shape) {

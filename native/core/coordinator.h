@@ -60,8 +60,10 @@ class Coordinator {
     Clock::time_point last_warned;
   };
 
-  bool Complete(const Pending& pending) const;
-  void Finish(const std::string& name);
+  // Whether every member has submitted the tensor, counting a joined member as having done so.
+  bool AllSubmitted(const Pending& pending) const;
+  // Decides the tensor `name`, which every member has submitted, and queues the decision.
+  void MarkReady(const std::string& name);
   void Joined(int rank);
   Response Decide(const std::string& name, const Pending& pending);
   std::string MissingRanks(const Pending& pending) const;

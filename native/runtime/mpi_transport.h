@@ -6,8 +6,8 @@
 
 #include <unordered_map>
 
-#include "backoff.h"
-#include "transport.h"
+#include "core/backoff.h"
+#include "core/transport.h"
 
 namespace mpirep {
 
@@ -34,8 +34,5 @@ class MpiTransport : public Transport {
 // polled. The data path therefore spin-yields for long and sleeps little.
 void WaitPolitely(MPI_Request* request, Backoff backoff);
 inline Backoff DataPathBackoff() { return Backoff(/*spin_micros=*/2000, /*max_sleep_micros=*/50); }
-
-// MPI takes int counts; every message the core sends is cut to at most this many bytes.
-constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 
 }  // namespace mpirep

@@ -18,8 +18,8 @@
 //
 // Shutdown is negotiated too: a rank that shuts down says so in its request list and keeps
 // serving responses; rank 0 fails whatever can no longer complete, and when every rank has
-// shut down it sends FINISH, after which each thread frees its communicators and exits. A rank
-// that shuts down because it failed aborts the job if FINISH has not come kFailedRankGrace
+// shut down it sends STOP, after which each thread frees its communicators and exits. A rank
+// that shuts down because it failed aborts the job if STOP has not come kFailedRankGrace
 // later.
 
 #include "runtime.h"
@@ -28,9 +28,10 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "backoff.h"
-#include "fusion.h"
-#include "reduce.h"
+#include "core/backoff.h"
+#include "core/fusion.h"
+#include "core/stand_in.h"
+#include "core/validation.h"
 
 namespace mpirep {
 namespace {
@@ -97,7 +98,7 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_size(cross, &topology_.cross_size);
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
-  executors_[0].executor = std::make_unique<Executor>(data_, config_);
+  executors_[0] = std::make_unique<ProcessSetComm>(data_, config_.chunk_bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<int>& everyone = process_sets_[0];
@@ -105,7 +106,7 @@ void Runtime::Setup(MPI_Comm comm) {
   }
   if (topology_.rank == kCoordinator) {
     coordinator_ = std::make_unique<Coordinator>(topology_.size);
-    timeline_ = std::make_unique<Timeline>(config_.timeline_path);
+    timeline_ = std::make_unique<Timeline>(config_.timeline);
   }
   last_stall_check_ = Coordinator::Clock::now();
 }
@@ -120,7 +121,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   started_.notify_all();
   try {
     Backoff backoff = NegotiationBackoff();
-    while (!finished_) {
+    while (!stopped_) {
       bool progressed = SubmitQueued();
       if (coordinator_) {
         progressed |= ReceiveRequests();
@@ -148,66 +149,11 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   submitted_.clear();
   ReapSends(true);
   for (auto& [id, set] : executors_) {
-    set.executor.reset();
-    if (id != 0) MPI_Comm_free(&set.data);
+    if (id != 0) MPI_Comm_free(&set->data);
   }
+  executors_.clear();
   MPI_Comm_free(&control_);
   MPI_Comm_free(&data_);
-}
-
-// `members`: the ranks of the request's process set.
-Status Runtime::Validate(const Request& r, const std::vector<int>& members) const {
-  const std::string where = "rank " + std::to_string(topology_.rank) + ": ";
-  auto invalid = [&](const std::string& why) {
-    return Status::Error(StatusCode::INVALID_ARGUMENT, where + why + " (tensor '" + r.name + "')");
-  };
-  if (r.name.empty()) return invalid("an operation needs a name");
-  const int set_size = static_cast<int>(members.size());
-  if (std::find(members.begin(), members.end(), topology_.rank) == members.end()) {
-    return invalid("this rank is not in process set " + std::to_string(r.process_set));
-  }
-  if (r.collective == Collective::ADD_PROCESS_SET) {
-    for (size_t i = 0; i < r.splits.size(); ++i) {
-      if (r.splits[i] < 0 || r.splits[i] >= topology_.size || (i > 0 && r.splits[i] <= r.splits[i - 1])) {
-        return invalid("a process set needs distinct ranks in 0.." + std::to_string(topology_.size - 1) +
-                       ", in increasing order; got " + ShapeString(r.splits));
-      }
-    }
-    if (r.splits.empty()) return invalid("a process set needs at least one rank");
-  }
-  for (int64_t d : r.shape) {
-    if (d < 0) return invalid("negative dimension in shape " + ShapeString(r.shape));
-  }
-  if ((r.collective == Collective::ALLREDUCE || r.collective == Collective::REDUCESCATTER) &&
-      !ReduceOpSupported(r.dtype, r.op)) {
-    return Status::Error(StatusCode::UNSUPPORTED, where + ReduceOpName(r.op) + " is not defined for " +
-                                                      DataTypeName(r.dtype) + " (tensor '" + r.name + "')");
-  }
-  const bool needs_rows = r.collective == Collective::ALLGATHER ||
-                          r.collective == Collective::REDUCESCATTER ||
-                          r.collective == Collective::ALLTOALL;
-  if (needs_rows && r.shape.empty()) {
-    return invalid(std::string(CollectiveName(r.collective)) + " needs a tensor of at least one dimension");
-  }
-  if (r.collective == Collective::BROADCAST && (r.root < 0 || r.root >= set_size)) {
-    return invalid("root rank " + std::to_string(r.root) + " is outside 0.." + std::to_string(set_size - 1));
-  }
-  if (r.collective == Collective::ALLTOALL) {
-    if (static_cast<int>(r.splits.size()) != set_size) {
-      return invalid("alltoall needs one split per rank (" + std::to_string(set_size) +
-                     "), got " + std::to_string(r.splits.size()));
-    }
-    int64_t total = 0;
-    for (int64_t s : r.splits) {
-      if (s < 0) return invalid("alltoall splits must not be negative");
-      total += s;
-    }
-    if (total != r.shape[0]) {
-      return invalid("alltoall splits sum to " + std::to_string(total) + " but the first dimension is " +
-                     std::to_string(r.shape[0]));
-    }
-  }
-  return Status::Ok();
 }
 
 Status Runtime::Enqueue(Operation op) {
@@ -215,13 +161,7 @@ Status Runtime::Enqueue(Operation op) {
   op.enqueued_at = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto set = process_sets_.find(op.request.process_set);
-    if (set == process_sets_.end()) {
-      return Status::Error(StatusCode::INVALID_ARGUMENT, "rank " + std::to_string(topology_.rank) +
-                                                             ": unknown process set " +
-                                                             std::to_string(op.request.process_set));
-    }
-    Status valid = Validate(op.request, set->second);
+    Status valid = ValidateRequest(op.request, topology_.rank, topology_.size, process_sets_);
     if (!valid.ok()) return valid;
     if (!accepting_) {
       return Status::Error(StatusCode::SHUT_DOWN, "mpirep has been shut down on rank " +
@@ -303,12 +243,12 @@ bool Runtime::RespondIfReady() {
   }
   ResponseList list;
   // A tensor with at least a chunk per ring segment already pipelines fully on its own.
-  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold_bytes,
+  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold,
                               config_.chunk_bytes * topology_.size);
   if (coordinator_->AllShutDown() && !coordinator_->HasPending()) {
-    Response finish;
-    finish.kind = Response::Kind::FINISH;
-    list.responses.push_back(finish);
+    Response stop;
+    stop.kind = Response::Kind::STOP;
+    list.responses.push_back(stop);
   }
   if (list.responses.empty()) return false;
   holding_since_.reset();
@@ -323,7 +263,7 @@ bool Runtime::RespondIfReady() {
 bool Runtime::ReceiveResponses() {
   bool any = false;
   MPI_Status status;
-  while (!finished_ && MessageWaiting(control_, kCoordinator, kResponseTag, &status)) {
+  while (!stopped_ && MessageWaiting(control_, kCoordinator, kResponseTag, &status)) {
     ResponseList list = DecodeResponseList(ReceiveMessage(control_, status, kResponseTag));
     for (const Response& response : list.responses) Execute(response);
     any = true;
@@ -332,19 +272,19 @@ bool Runtime::ReceiveResponses() {
 }
 
 void Runtime::WarnAboutStalls() {
-  if (config_.stall_check_seconds <= 0) return;
+  if (config_.stall_check_time_seconds <= 0) return;
   const auto now = Coordinator::Clock::now();
   if (now - last_stall_check_ < std::chrono::seconds(1)) return;
   last_stall_check_ = now;
   const auto after = std::chrono::duration_cast<Coordinator::Clock::duration>(
-      std::chrono::duration<double>(config_.stall_check_seconds));
+      std::chrono::duration<double>(config_.stall_check_time_seconds));
   for (const std::string& line : coordinator_->StallWarnings(now, after)) {
     std::fprintf(stderr, "[mpirep] WARNING: stalled collective: %s\n", line.c_str());
   }
-  if (config_.stall_shutdown_seconds <= 0) return;
+  if (config_.stall_shutdown_time_seconds <= 0) return;
   const std::string error = coordinator_->CancelStalled(
       now, std::chrono::duration_cast<Coordinator::Clock::duration>(
-               std::chrono::duration<double>(config_.stall_shutdown_seconds)));
+               std::chrono::duration<double>(config_.stall_shutdown_time_seconds)));
   if (!error.empty()) std::fprintf(stderr, "[mpirep] ERROR: %s\n", error.c_str());
 }
 
@@ -365,8 +305,8 @@ void Runtime::AbortIfFailedLongAgo() {
 
 void Runtime::Execute(const Response& response) {
   switch (response.kind) {
-    case Response::Kind::FINISH:
-      finished_ = true;
+    case Response::Kind::STOP:
+      stopped_ = true;
       return;
     case Response::Kind::ERROR:
       if (!response.error_ranks.empty() &&
@@ -375,7 +315,7 @@ void Runtime::Execute(const Response& response) {
         return;
       }
       for (const std::string& name : response.names) {
-        Complete(name, Status::Error(response.error_code, response.error));
+        Deliver(name, Status::Error(response.error_code, response.error));
       }
       return;
     case Response::Kind::EXECUTE:
@@ -383,7 +323,9 @@ void Runtime::Execute(const Response& response) {
   }
   if (response.collective == Collective::ADD_PROCESS_SET || response.collective == Collective::REMOVE_PROCESS_SET) {
     ChangeProcessSets(response);
-    Complete(response.names[0], Status::Ok(), {response.rank_sizes[0]});
+    OperationResult result;
+    result.new_process_set = response.new_set_id;
+    Deliver(response.names[0], Status::Ok(), result);
     return;
   }
   auto executor = executors_.find(response.process_set);
@@ -400,34 +342,13 @@ void Runtime::Execute(const Response& response) {
       throw std::runtime_error("told to run '" + response.names[i] + "', which this rank never submitted");
     }
   }
-  std::vector<int64_t> received_splits;
+  OperationResult result;
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<Status> statuses = executor->second.executor->Run(response, ops, &received_splits);
+  const std::vector<Status> statuses = executor->second->executor.Run(response, ops, &result);
   if (timeline_ && timeline_->enabled()) Record(response, ops, start);
   for (size_t i = 0; i < response.names.size(); ++i) {
-    Complete(response.names[i], statuses[i], received_splits);
+    Deliver(response.names[i], statuses[i], result);
   }
-}
-
-// Takes part in a collective for a rank that has joined: zeros in, output discarded.
-Runtime::StandIn::StandIn(const Response& response, size_t index) {
-  Request& r = op.request;
-  r.collective = response.collective;
-  r.name = response.names[index];
-  r.dtype = response.dtype;
-  r.shape = response.shapes[index];
-  if (r.collective == Collective::ALLGATHER) r.shape[0] = 0;  // no rows of its own
-  r.op = response.op;
-  r.root = response.root;
-  r.prescale = response.prescale;
-  r.postscale = response.postscale;
-  zeros.assign(std::max<size_t>(1, NumElements(r.shape) * ElementSize(r.dtype)), 0);
-  op.input = zeros.data();
-  op.allocate = [this](const Shape& shape) {
-    discarded.resize(std::max<size_t>(1, NumElements(shape) * ElementSize(op.request.dtype)));
-    return static_cast<void*>(discarded.data());
-  };
-  op.done = [](const Status&, const std::vector<int64_t>&) {};
 }
 
 void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
@@ -444,25 +365,23 @@ void Runtime::Record(const Response& response, const std::vector<Operation*>& op
 
 // Every rank runs this in the same response order, so the splits below pair up.
 void Runtime::ChangeProcessSets(const Response& response) {
-  const int32_t id = static_cast<int32_t>(response.rank_sizes[0]);
   if (response.collective == Collective::ADD_PROCESS_SET) {
-    std::vector<int> members(response.rank_sizes.begin() + 1, response.rank_sizes.end());
+    const int32_t id = response.new_set_id;
+    std::vector<int> members(response.new_set_ranks.begin(), response.new_set_ranks.end());
     const bool member = std::find(members.begin(), members.end(), topology_.rank) != members.end();
     MPI_Comm comm;
     MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
-    if (member) {
-      executors_[id].data = comm;
-      executors_[id].executor = std::make_unique<Executor>(comm, config_);
-    }
+    if (member) executors_[id] = std::make_unique<ProcessSetComm>(comm, config_.chunk_bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     process_sets_[id] = std::move(members);
     return;
   }
+  const int32_t id = response.removed_set;
   auto it = executors_.find(id);
   if (it != executors_.end()) {
-    it->second.executor.reset();
-    MPI_Comm_free(&it->second.data);
+    MPI_Comm comm = it->second->data;
     executors_.erase(it);
+    MPI_Comm_free(&comm);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   process_sets_.erase(id);
@@ -474,8 +393,7 @@ std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
   return it == process_sets_.end() ? std::vector<int>{} : it->second;
 }
 
-void Runtime::Complete(const std::string& name, const Status& status,
-                       const std::vector<int64_t>& received_splits) {
+void Runtime::Deliver(const std::string& name, const Status& status, const OperationResult& result) {
   auto it = submitted_.find(name);
   if (it == submitted_.end()) return;  // a stand-in, or a failure announced to all ranks
   Operation op = std::move(it->second);
@@ -485,7 +403,7 @@ void Runtime::Complete(const std::string& name, const Status& status,
     std::lock_guard<std::mutex> lock(mutex_);
     in_flight_.erase(name);
   }
-  op.done(status, received_splits);
+  op.done(status, result);
 }
 
 void Runtime::SendControl(int to, int tag, std::string bytes) {

@@ -1,28 +1,31 @@
-// mpirep._core: the Python face of the core. It exports the core's enums as dictionaries (so
-// Python never restates a code), starts and ends the session, and submits numpy buffers through
-// the C API, returning a Handle that Python waits on with the GIL released.
+// mpirep._core: the Python face of the core. It exports the core's vocabulary as dictionaries
+// (so Python never restates a code), and reaches the core through the C API alone (c_api.h):
+// it starts and ends the core, and submits numpy buffers, returning a Handle that Python waits
+// on with the GIL released.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
+#include <map>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
-#include "buffer_pool.h"
 #include "c_api.h"
-#include "session.h"
+#include "core/common.h"
 
 namespace py = pybind11;
 
 namespace mpirep {
 namespace {
 
-// Output memory of every operation; 1 GiB of it may wait for reuse.
-BufferPool& OutputPool() {
-  static BufferPool* pool = new BufferPool(size_t{1} << 30);  // never destroyed: arrays may outlive the module
-  return *pool;
+const mpirep_api& Api() { return *mpirep_get_api(); }
+
+[[noreturn]] void Raise(int status, const std::string& message) {
+  py::module_::import("mpirep.errors").attr("raise_for_status")(status, message);
+  throw std::logic_error("raise_for_status returned");
 }
 
 // What the background thread hands back for one operation.
@@ -33,11 +36,13 @@ struct Completion {
   int status = 0;
   std::string message;
   std::vector<int64_t> received_splits;
+  int last_joined_rank = -1;
+  int new_process_set = 0;
   size_t element_size = 1;
   Shape shape;
-  void* output = nullptr;  // from OutputPool(); owned here until handed to numpy
+  void* output = nullptr;  // from the core's output pool; owned here until handed to numpy
   size_t capacity = 0;
-  ~Completion() { OutputPool().Put(output, capacity); }
+  ~Completion() { Api().put_output_buffer(output, capacity); }
 };
 
 struct PooledBlock {
@@ -48,21 +53,23 @@ struct PooledBlock {
 void* AllocateOutput(void* user, int ndim, const int64_t* shape) {
   Completion* c = static_cast<std::shared_ptr<Completion>*>(user)->get();
   c->shape.assign(shape, shape + ndim);
-  c->output = OutputPool().Get(NumElements(c->shape) * c->element_size, &c->capacity);
+  c->output = Api().get_output_buffer(NumElements(c->shape) * c->element_size, &c->capacity);
   return c->output;
 }
 
 // The background thread holds a reference of its own until `done`, so a Handle dropped early
 // cannot free what the core still writes to.
-void Done(void* user, int status, const char* message, int nsplits, const int64_t* splits) {
+void Done(void* user, const mpirep_result* result) {
   auto* holder = static_cast<std::shared_ptr<Completion>*>(user);
   std::shared_ptr<Completion> c = *holder;
   delete holder;
   {
     std::lock_guard<std::mutex> lock(c->mutex);
-    c->status = status;
-    c->message = message;
-    c->received_splits.assign(splits, splits + nsplits);
+    c->status = result->status;
+    c->message = result->message;
+    c->received_splits.assign(result->received_splits, result->received_splits + result->nsplits);
+    c->last_joined_rank = result->last_joined_rank;
+    c->new_process_set = result->new_process_set;
     c->done = true;
   }
   c->cv.notify_all();
@@ -97,7 +104,7 @@ class Handle {
     c.output = nullptr;
     py::capsule owner(block, [](void* p) {
       auto* b = static_cast<PooledBlock*>(p);
-      OutputPool().Put(b->data, b->capacity);
+      Api().put_output_buffer(b->data, b->capacity);
       delete b;
     });
     py::array_t<uint8_t> flat({static_cast<py::ssize_t>(bytes)}, {1}, static_cast<uint8_t*>(block->data), owner);
@@ -105,6 +112,8 @@ class Handle {
   }
 
   std::vector<int64_t> ReceivedSplits() const { return completion_->received_splits; }
+  int LastJoinedRank() const { return completion_->last_joined_rank; }
+  int NewProcessSet() const { return completion_->new_process_set; }
 
  private:
   std::shared_ptr<Completion> completion_;
@@ -113,7 +122,8 @@ class Handle {
 
 Handle Submit(int collective, const std::string& name, int dtype, py::buffer input,
               std::vector<int64_t> shape, int reduce_op, int root_rank, double prescale,
-              double postscale, std::vector<int64_t> splits, int process_set, int group_size) {
+              double postscale, std::vector<int64_t> splits, int process_set, int group_size,
+              std::vector<int64_t> new_set_ranks, int removed_set) {
   py::buffer_info info = input.request();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
@@ -132,15 +142,59 @@ Handle Submit(int collective, const std::string& name, int dtype, py::buffer inp
   desc.input = info.ptr;
   desc.process_set = process_set;
   desc.group_size = group_size;
+  desc.n_new_set_ranks = static_cast<int>(new_set_ranks.size());
+  desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
+  desc.removed_set = removed_set;
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
-  const int status = mpirep_get_api()->enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
+  const int status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
   if (status != static_cast<int>(StatusCode::OK)) {
     delete holder;
-    py::object raise = py::module_::import("mpirep.errors").attr("raise_for_status");
-    raise(status, std::string(error));
+    Raise(status, error);
   }
   return Handle(completion, input);
+}
+
+// Collective. `settings`: name -> value as text, for the settings of core/settings.def.
+void Start(int fortran_comm, const std::map<std::string, std::string>& settings) {
+  std::vector<const char*> names, values;
+  for (const auto& [name, value] : settings) {
+    names.push_back(name.c_str());
+    values.push_back(value.c_str());
+  }
+  char error[1024] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().start(fortran_comm, static_cast<int>(names.size()), names.data(), values.data(), error,
+                         sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
+}
+
+py::object Topology() {
+  mpirep_topology t;
+  if (!Api().topology(&t)) return py::none();
+  py::dict d;
+  d["rank"] = t.rank;
+  d["size"] = t.size;
+  d["local_rank"] = t.local_rank;
+  d["local_size"] = t.local_size;
+  d["cross_rank"] = t.cross_rank;
+  d["cross_size"] = t.cross_size;
+  return d;
+}
+
+// Empty when there is no such set.
+std::vector<int> ProcessSetRanks(int id) {
+  std::vector<int> ranks(8);
+  int count = Api().process_set_ranks(id, ranks.data(), static_cast<int>(ranks.size()));
+  if (count > static_cast<int>(ranks.size())) {
+    ranks.resize(count);
+    count = Api().process_set_ranks(id, ranks.data(), count);
+  }
+  ranks.resize(std::max(count, 0));
+  return ranks;
 }
 
 template <typename Enum>
@@ -161,7 +215,7 @@ PYBIND11_MODULE(_core, m) {
 #define MPIREP_DTYPE_ENTRY(name, py, size) MPIREP_PY_ENTRY(DataType, name, py)
 #define MPIREP_OP_ENTRY(name, py) MPIREP_PY_ENTRY(ReduceOp, name, py)
 #define MPIREP_COLLECTIVE_ENTRY(name, py) MPIREP_PY_ENTRY(Collective, name, py)
-#define MPIREP_STATUS_ENTRY(name, py) MPIREP_PY_ENTRY(StatusCode, name, py)
+#define MPIREP_STATUS_ENTRY(name, py, canonical) MPIREP_PY_ENTRY(StatusCode, name, py)
   m.attr("DTYPES") = EnumDict<DataType>({MPIREP_DTYPES(MPIREP_DTYPE_ENTRY)});
   m.attr("REDUCE_OPS") = EnumDict<ReduceOp>({MPIREP_REDUCE_OPS(MPIREP_OP_ENTRY)});
   m.attr("COLLECTIVES") = EnumDict<Collective>({MPIREP_COLLECTIVES(MPIREP_COLLECTIVE_ENTRY)});
@@ -171,54 +225,35 @@ PYBIND11_MODULE(_core, m) {
 #undef MPIREP_OP_ENTRY
 #undef MPIREP_COLLECTIVE_ENTRY
 #undef MPIREP_STATUS_ENTRY
+  py::dict canonical;  // status name -> the canonical error code name frameworks report it as
+#define MPIREP_CANONICAL_ENTRY(name, py, code) canonical[#py] = #code;
+  MPIREP_STATUS_CODES(MPIREP_CANONICAL_ENTRY)
+#undef MPIREP_CANONICAL_ENTRY
+  m.attr("CANONICAL_ERROR_CODES") = canonical;
   m.attr("API_VERSION") = MPIREP_API_VERSION;
 
-  m.def(
-      "init",
-      [](int fortran_comm, int64_t fusion_threshold_bytes, double cycle_time_ms, int64_t chunk_bytes,
-         double stall_check_seconds, double stall_shutdown_seconds, std::string timeline_path) {
-        const Config config{fusion_threshold_bytes, cycle_time_ms, chunk_bytes, stall_check_seconds,
-                            stall_shutdown_seconds, std::move(timeline_path)};
-        const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm));
-        py::gil_scoped_release release;
-        StartSession(comm, config);
-      },
-      py::arg("fortran_comm"), py::arg("fusion_threshold_bytes"), py::arg("cycle_time_ms"),
-      py::arg("chunk_bytes"), py::arg("stall_check_seconds"), py::arg("stall_shutdown_seconds"),
-      py::arg("timeline_path"));
+  m.def("init", &Start, py::arg("fortran_comm"), py::arg("settings"));
   m.def(
       "shutdown",
-      [](std::string reason) {
+      [](const std::string& reason) {
         py::gil_scoped_release release;
-        EndSession(reason);
+        Api().shutdown(reason.c_str());
       },
       py::arg("reason") = "");
-  m.def("is_initialized", [] { return CurrentRuntime() != nullptr; });
-  m.def("topology", [] {
-    auto runtime = CurrentRuntime();
-    if (!runtime) return py::object(py::none());
-    const Topology& t = runtime->topology();
-    py::dict d;
-    d["rank"] = t.rank;
-    d["size"] = t.size;
-    d["local_rank"] = t.local_rank;
-    d["local_size"] = t.local_size;
-    d["cross_rank"] = t.cross_rank;
-    d["cross_size"] = t.cross_size;
-    return py::object(d);
-  });
-  m.def("api_table_address", [] { return reinterpret_cast<uintptr_t>(mpirep_get_api()); });
+  m.def("is_initialized", [] { return Api().is_initialized() != 0; });
+  m.def("topology", &Topology);
+  m.def("process_set_ranks", &ProcessSetRanks);
+  m.def("api_table_address", [] { return reinterpret_cast<uintptr_t>(&Api()); });
 
   py::class_<Handle>(m, "Handle")
       .def("poll", &Handle::Poll)
       .def("wait", &Handle::Wait)
       .def("take_output", &Handle::TakeOutput)
-      .def("received_splits", &Handle::ReceivedSplits);
+      .def("received_splits", &Handle::ReceivedSplits)
+      .def("last_joined_rank", &Handle::LastJoinedRank)
+      .def("new_process_set", &Handle::NewProcessSet);
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
         py::arg("shape"), py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
-        py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"));
-  m.def("process_set_ranks", [](int id) {
-    auto runtime = CurrentRuntime();
-    return runtime ? runtime->ProcessSetRanks(id) : std::vector<int>{};
-  });
+        py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
+        py::arg("new_set_ranks"), py::arg("removed_set"));
 }

@@ -1,0 +1,99 @@
+/* The only door into the core for the bindings (the Python module mpirep._core and the
+ * TensorFlow op library). Plain C so that a binding built by another compiler, or against
+ * another C++ ABI, can call it: a binding gets the function table from mpirep_get_api(), or
+ * from Python as mpirep._core.api_table_address(), and calls nothing else of the core.
+ *
+ * Besides this header a binding may include core/common.h for the shared vocabulary only: the
+ * X-macro lists of dtypes, reduction ops, collectives and status codes, their enums, and the
+ * header-only helpers beside them. Setting names are those of core/settings.def. */
+#ifndef MPIREP_C_API_H_
+#define MPIREP_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPIREP_API_VERSION 4
+
+/* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
+ * reads them from mpirep._core. */
+typedef struct mpirep_op_desc {
+  int collective;
+  const char* name; /* unique among this rank's pending operations */
+  int dtype;
+  int ndim;
+  const int64_t* shape;
+  int reduce_op;
+  int root_rank;
+  double prescale;
+  double postscale;
+  int nsplits; /* alltoall: one per rank */
+  const int64_t* splits;
+  const void* input; /* must stay valid and unchanged until `done` */
+  int process_set;   /* 0: every rank; root_rank and splits then count the set's ranks */
+  int group_size;    /* tensors in its grouped allreduce, so ranks can check they agree; 0: none */
+  int n_new_set_ranks; /* add_process_set: the ranks of the new set, increasing */
+  const int64_t* new_set_ranks;
+  int removed_set;   /* remove_process_set: the id of the set to remove */
+} mpirep_op_desc;
+
+/* How an enqueued operation ended. Pointers are valid during the `done` call only. */
+typedef struct mpirep_result {
+  int status; /* a StatusCode */
+  const char* message;
+  int nsplits; /* alltoall: the rows received from each rank */
+  const int64_t* received_splits;
+  int last_joined_rank; /* join: the rank that joined last */
+  int new_process_set;  /* add_process_set: the id of the new set */
+} mpirep_result;
+
+typedef struct mpirep_topology {
+  int rank, size;
+  int local_rank, local_size; /* among the ranks on this host */
+  int cross_rank, cross_size; /* among the ranks with this local_rank */
+} mpirep_topology;
+
+/* Called on the background thread when the output shape is known: memory for the whole output,
+ * or NULL. */
+typedef void* (*mpirep_allocate_fn)(void* user, int ndim, const int64_t* shape);
+/* Called exactly once on the background thread when an enqueued operation ends. */
+typedef void (*mpirep_done_fn)(void* user, const mpirep_result* result);
+
+typedef struct mpirep_api {
+  int version;
+  /* Starts the core on every rank of the MPI communicator whose Fortran handle is
+   * `fortran_comm` (collective; the core works on duplicates of it). `names` and `values` are
+   * `nsettings` settings of core/settings.def, as text; the others keep their defaults.
+   * Returns a status code; on anything but OK, `error` holds why (an unknown setting, a bad
+   * value, already started, MPI without MPI_THREAD_SERIALIZED). */
+  int (*start)(int fortran_comm, int nsettings, const char* const* names, const char* const* values,
+               char* error, size_t error_size);
+  /* Collective; returns once every rank has called it, and does nothing when not started.
+   * `reason`: "" or why this rank is leaving because it failed, quoted in the other ranks'
+   * errors. */
+  void (*shutdown)(const char* reason);
+  int (*is_initialized)(void);
+  /* Fills `out` and returns 1, or returns 0 when not started. */
+  int (*topology)(mpirep_topology* out);
+  /* The ranks of process set `id`, in order, into out[0 .. capacity); returns how many it has
+   * (which may exceed `capacity`), or -1 when there is no such set or the core is not started. */
+  int (*process_set_ranks)(int id, int* out, int capacity);
+  /* Returns a status code; on anything but OK `done` is never called and `error` holds why. */
+  int (*enqueue)(const mpirep_op_desc* op, mpirep_allocate_fn allocate, mpirep_done_fn done,
+                 void* user, char* error, size_t error_size);
+  /* The core's one pool of output memory, shared by every binding: 64-byte aligned memory of at
+   * least `bytes`; `*capacity` receives what to hand back to put_output_buffer. */
+  void* (*get_output_buffer)(size_t bytes, size_t* capacity);
+  void (*put_output_buffer)(void* data, size_t capacity);
+} mpirep_api;
+
+const mpirep_api* mpirep_get_api(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPIREP_C_API_H_ */

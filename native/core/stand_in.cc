@@ -1,0 +1,27 @@
+#include "stand_in.h"
+
+#include <algorithm>
+
+namespace mpirep {
+
+StandIn::StandIn(const Response& response, size_t index) {
+  Request& r = op.request;
+  r.collective = response.collective;
+  r.name = response.names[index];
+  r.dtype = response.dtype;
+  r.shape = response.shapes[index];
+  if (r.collective == Collective::ALLGATHER) r.shape[0] = 0;  // no rows of its own
+  r.op = response.op;
+  r.root = response.root;
+  r.prescale = response.prescale;
+  r.postscale = response.postscale;
+  zeros_.assign(std::max<size_t>(1, NumElements(r.shape) * ElementSize(r.dtype)), 0);
+  op.input = zeros_.data();
+  op.allocate = [this](const Shape& shape) {
+    discarded_.resize(std::max<size_t>(1, NumElements(shape) * ElementSize(op.request.dtype)));
+    return static_cast<void*>(discarded_.data());
+  };
+  op.done = [](const Status&, const OperationResult&) {};
+}
+
+}  // namespace mpirep

@@ -1,0 +1,29 @@
+// Settings are set by name from text, as the C API's start receives them, and bad names and
+// values are refused with a reason.
+#include <string>
+
+#include "check.h"
+#include "core/settings.h"
+
+using namespace mpirep;
+
+void RunSettingsTests() {
+  Config config;
+  const Config defaults;
+  CHECK(SetSetting(&config, "fusion_threshold", "4096").empty() && config.fusion_threshold == 4096);
+  CHECK(SetSetting(&config, "cycle_time_ms", "0.25").empty() && config.cycle_time_ms == 0.25);
+  CHECK(SetSetting(&config, "stall_check_time_seconds", "1e3").empty() && config.stall_check_time_seconds == 1000);
+  CHECK(SetSetting(&config, "timeline", "/tmp/trace 1.json").empty() && config.timeline == "/tmp/trace 1.json");
+  CHECK(config.chunk_bytes == defaults.chunk_bytes && config.stall_shutdown_time_seconds == defaults.stall_shutdown_time_seconds,
+        << "settings not named keep their defaults");
+
+  CHECK(SetSetting(&config, "chunk_bytes", "64").empty() && config.chunk_bytes == 64);
+  CHECK(SetSetting(&config, "chunk_bytes", "63") == "mpirep setting chunk_bytes must be at least 64",
+        << SetSetting(&config, "chunk_bytes", "63"));
+  CHECK(SetSetting(&config, "cycle_time_ms", "-0.5") == "mpirep setting cycle_time_ms must be at least 0");
+  CHECK(SetSetting(&config, "fusion_threshold", "12abc") == "mpirep setting fusion_threshold: cannot read '12abc' as int");
+  CHECK(SetSetting(&config, "fusion_threshold", "1.5") == "mpirep setting fusion_threshold: cannot read '1.5' as int");
+  CHECK(SetSetting(&config, "stall_shutdown_time_seconds", "") ==
+        "mpirep setting stall_shutdown_time_seconds: cannot read '' as float");
+  CHECK(SetSetting(&config, "fusion_thresold", "1") == "unknown mpirep setting 'fusion_thresold'");
+}

@@ -1,0 +1,93 @@
+"""The one driver of the tests that start mpirun jobs (tests/multiproc, tests/tf,
+tests/replicator): it runs `timeout -k 10 T mpirun ...` and collects what the job printed.
+
+Every job has a hard time bound: timeout(1) sends TERM after T seconds and KILL 10 s later, and
+a process-group kill ends a job that outlives even that (a hung mpirun has been seen here to
+ignore TERM). A job never inherits the launcher variables of an MPI job that the test process
+may itself belong to; it gets this machine's launch settings and this checkout's mpirep.
+"""
+import functools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCH_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_oob_tcp_if_include": "lo",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+}
+# Variables an MPI process inherits from its launcher; a job started from a process that
+# initialised MPI itself must not see them.
+LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "ORTE_", "OPAL_", "HYDRA_", "MPIR_")
+
+
+@dataclass
+class JobResult:
+    returncode: int
+    output: str
+    seconds: float
+    timeout_s: float
+
+    @property
+    def timed_out(self):
+        return self.seconds >= self.timeout_s
+
+
+def job_env(extra=None, pythonpath=()):
+    """The job's environment: `pythonpath` and this checkout first on PYTHONPATH, so that job
+    scripts import this checkout's mpirep even where it is not installed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_PREFIXES)}
+    env.update(LAUNCH_ENV)
+    env["PYTHONPATH"] = os.pathsep.join(
+        str(p) for p in (*pythonpath, REPO, env.get("PYTHONPATH")) if p)
+    env.update(extra or {})
+    return env
+
+
+@functools.lru_cache(maxsize=None)
+def local_launch_flags():
+    """Open MPI needs leave to put more ranks than cores on this machine; MPICH rejects those flags."""
+    version = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout
+    return ["--oversubscribe", "--bind-to", "none"] if "Open MPI" in version else []
+
+
+def mpirun(ranks, args, timeout_s, env=None, pythonpath=()):
+    """Runs `mpirun -np ranks <this python> args...` from the checkout's root, killed after
+    timeout_s; `env` adds variables, `pythonpath` directories to import from."""
+    if shutil.which("mpirun") is None:
+        raise RuntimeError("mpirun is not on PATH")
+    command = ["timeout", "-k", "10", str(timeout_s), "mpirun", *local_launch_flags(),
+               "-np", str(ranks), sys.executable, *map(str, args)]
+    start = time.monotonic()
+    process = subprocess.Popen(command, cwd=REPO, env=job_env(env, pythonpath),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout_s + 30)
+    except subprocess.TimeoutExpired:  # timeout(1) itself did not end it: kill the whole group
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+    return JobResult(process.returncode, output, time.monotonic() - start, timeout_s)
+
+
+def assert_passed(job, ranks):
+    """A job of checks (tests/tf/jobs/harness.py) passed: exit 0, and its closing line reports
+    no failed check."""
+    summary = re.search(rf"(\d+) checks on {ranks} ranks, (\d+) failures", job.output)
+    assert job.returncode == 0 and summary and summary.group(2) == "0", job.output[-6000:]
+
+
+def build_op_library():
+    """Builds the TensorFlow op library once, before jobs whose ranks would otherwise all wait
+    for one of them to build it."""
+    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
+                    "b.library_path()"], cwd=REPO, env=job_env(), check=True, timeout=300)

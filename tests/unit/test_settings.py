@@ -1,0 +1,64 @@
+"""The settings table (native/core/settings.def) as Python reads it: mpirep.config.Config, the
+order in which a setting's sources win, and the README's configuration table, which must list
+exactly what the table says."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from mpirep._settings_table import SETTINGS
+from mpirep.config import Config
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_row(setting):
+    variables = ", ".join(f"`{v}`" for v in ("MPIREP_" + setting.environment, setting.horovod_variable) if v)
+    default = json.dumps(setting.default) if setting.type is str else str(setting.default)
+    flag = f"`{setting.flag}` ({setting.flag_unit})" if setting.flag_unit else (f"`{setting.flag}`" if setting.flag else "")
+    return f"| `{setting.name}` | {variables} | {default} | {flag} | {setting.meaning} |"
+
+
+def test_readme_lists_the_settings_table():
+    rows = [line for line in README.read_text().splitlines() if re.match(r"\| `[a-z_]+` \| `MPIREP_", line)]
+    expected = [readme_row(s) for s in SETTINGS]
+    assert rows == expected, "README.md's configuration rows should read:\n" + "\n".join(expected)
+
+
+def test_defaults_types_and_text_for_the_core():
+    config = Config.load(environ={})
+    for setting in SETTINGS:
+        value = getattr(config, setting.name)
+        assert type(value) is setting.type and value == setting.default
+    text = Config.load(environ={}, cycle_time_ms=0.1, timeline="/tmp/t.json").as_text()
+    assert float(text["cycle_time_ms"]) == 0.1 and text["timeline"] == "/tmp/t.json"
+    assert text["fusion_threshold"] == str(Config().fusion_threshold)
+
+
+def test_init_argument_then_mpirep_then_horovod_variable_then_default():
+    environ = {"MPIREP_FUSION_THRESHOLD": "4096", "HOROVOD_FUSION_THRESHOLD": "8192",
+               "HOROVOD_CYCLE_TIME": "2.5", "MPIREP_CHUNK_BYTES": "1e5"}
+    config = Config.load(environ=environ, timeline="x.json")
+    assert config.fusion_threshold == 4096
+    assert config.cycle_time_ms == 2.5
+    assert config.chunk_bytes == 100000
+    assert config.timeline == "x.json"
+    assert Config.load(environ=environ, fusion_threshold=1).fusion_threshold == 1
+    assert Config.load(environ={"HOROVOD_CHUNK_BYTES": "128"}).chunk_bytes == Config().chunk_bytes  # no Horovod name
+
+
+@pytest.mark.parametrize("variable", ["MPIREP_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE"])
+def test_stall_check_disable(variable):
+    assert Config.load(environ={variable: "1"}).stall_check_time_seconds == 0
+    assert Config.load(environ={variable: "0"}).stall_check_time_seconds == Config().stall_check_time_seconds
+
+
+def test_bad_settings_are_refused_by_name():
+    with pytest.raises(TypeError, match="unknown mpirep setting.*fusion_thresold"):
+        Config.load(environ={}, fusion_thresold=1)
+    with pytest.raises(ValueError, match="mpirep setting chunk_bytes must be at least 64"):
+        Config.load(environ={}, chunk_bytes=63)
+    with pytest.raises(ValueError, match="mpirep setting cycle_time_ms: cannot read 'soon' as float"):
+        Config.load(environ={"MPIREP_CYCLE_TIME": "soon"})
