@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from mpijobs import REPO, assert_passed, build_op_library, environment, mpirun  # noqa: E402
+from mpijob import REPO, assert_passed, build_op_library, job_env, mpirun  # noqa: E402
 
 JOB = Path(__file__).resolve().parent / "jobs" / "elastic_job.py"
 
@@ -23,7 +23,7 @@ def op_library():
                                          (2, "tf_keras")])
 def test_elastic_api_in_one_job(ranks, keras):
     env = {"TF_USE_LEGACY_KERAS": "1" if keras == "tf_keras" else "0"}
-    assert_passed(*mpirun(ranks, JOB, env=env, timeout_s=240), ranks)
+    assert_passed(mpirun(ranks, [JOB], 240, env=env), ranks)
 
 
 def test_example_under_the_elastic_launcher():
@@ -31,7 +31,7 @@ def test_example_under_the_elastic_launcher():
     command = ["timeout", "-k", "10", "240", sys.executable, "-m", "mpirep.launch",
                "--min-np", "2", "-H", "localhost:2", sys.executable,
                str(REPO / "examples" / "elastic_keras.py"), "--epochs", "2", "--samples", "1024"]
-    done = subprocess.run(command, cwd=REPO, env=environment(), text=True,
+    done = subprocess.run(command, cwd=REPO, env=job_env(), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=270)
     assert done.returncode == 0, done.stdout[-6000:]
     assert "mpirep-run: generation 0: 2 ranks on localhost:2" in done.stdout
