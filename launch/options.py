@@ -53,6 +53,9 @@ def build_parser():
                         "allocation's tasks)")
     p.add_argument("-cb", "--check-build", action="store_true",
                    help="show the MPI, mpi4py, native core and TensorFlow bridge this Python finds")
+    p.add_argument("--build-tf-ops", action="store_true",
+                   help="with --check-build: also build the TensorFlow op library into mpirep's "
+                        "cache (MPIREP_CACHE_DIR) if it is not built yet")
     p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
     p.add_argument("--verbose", action="store_true", help="print the command before running it")
     p.add_argument("command", nargs=argparse.REMAINDER, help="program and arguments every rank runs")

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from mpirep._native import core
 from mpirep.tensorflow import _native_build
+from mpirep.tensorflow._errors import without_eager_wrapping
 
 _ops = None
 
@@ -36,10 +37,15 @@ def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postsc
         splits = _no_splits() if splits is None else tf.cast(splits, tf.int64)
     else:
         splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
-    return _ops.mpirep_collective(
-        tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
-        root_rank=root_rank, prescale=prescale, postscale=postscale, process_set=process_set,
-        group_size=group_size)
+    try:
+        return _ops.mpirep_collective(
+            tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
+            root_rank=root_rank, prescale=prescale, postscale=postscale, process_set=process_set,
+            group_size=group_size)
+    except tf.errors.OpError as error:
+        if not tf.executing_eagerly():
+            raise
+        raise without_eager_wrapping(error) from None
 
 
 _empty_splits = None

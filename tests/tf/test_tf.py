@@ -1,14 +1,17 @@
 """mpirep.tensorflow end to end: each test starts one mpirun job that runs many checks."""
 
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("tensorflow")
 
 from keras_versions import keras_cases, keras_env  # noqa: E402
-from mpijob import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
+from mpijob import REPO, assert_passed, build_op_library, job_env, mpirun  # noqa: E402
 
 JOBS = REPO / "tests" / "tf" / "jobs"
 TIMEOUT_S = 240
@@ -28,6 +31,52 @@ def test_ops_native_bridge(ranks):
 def test_ops_numpy_bridge():
     assert_passed(mpirun(2, [JOBS / "ops_job.py"], TIMEOUT_S, env={"MPIREP_TF_BRIDGE": "numpy"}),
                   2)
+
+
+COMPILING = "mpirep: compiling the TensorFlow op library for TensorFlow "
+READY = "mpirep: the TensorFlow op library is ready"
+
+
+def test_the_first_build_is_announced_by_one_rank(tmp_path):
+    env = {"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native"}
+    first = mpirun(3, [JOBS / "first_use_job.py"], TIMEOUT_S, env=env)
+    assert_passed(first, 3)
+    assert first.output.count(COMPILING) == 1 and first.output.count(READY) == 1, first.output
+    assert re.search(COMPILING + rf"[\d.]+ into {re.escape(str(tmp_path))}/tf-[^ ]+\. This takes "
+                     r"about half a minute, once: later runs with this TensorFlow reuse it",
+                     first.output), first.output
+    again = mpirun(2, [JOBS / "first_use_job.py"], TIMEOUT_S, env=env)
+    assert_passed(again, 2)
+    assert COMPILING not in again.output and READY not in again.output, again.output
+
+
+def test_building_ahead_with_check_build_or_the_build_command(tmp_path):
+    env = job_env({"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native"})
+    checked = subprocess.run([sys.executable, "-m", "mpirep.launch", "--check-build",
+                              "--build-tf-ops"], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=900)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "mpirep-run: building the TensorFlow op library" in checked.stderr
+    built = re.search(r"^\[x\] TensorFlow op library: (.*)$", checked.stdout, re.M)
+    assert built and Path(built.group(1)).is_file(), checked.stdout
+    assert Path(built.group(1)).parent.parent == tmp_path
+    command = subprocess.run([sys.executable, "-m", "mpirep.tensorflow.build"], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert command.returncode == 0 and command.stdout.strip() == built.group(1), command.stderr
+    assert COMPILING not in command.stderr, command.stderr  # built already
+    job = mpirun(2, [JOBS / "first_use_job.py"], TIMEOUT_S, env=env)
+    assert_passed(job, 2)
+    assert COMPILING not in job.output, job.output
+
+
+def test_the_build_command_compiles_and_fails_with_the_compilers_words(tmp_path):
+    env = job_env({"MPIREP_CACHE_DIR": str(tmp_path), "CXX": "false"})
+    done = subprocess.run([sys.executable, "-m", "mpirep.tensorflow.build"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and done.stdout == "", done.stdout
+    assert done.stderr.count(COMPILING) == 1, done.stderr
+    assert "mpirep: the TensorFlow op library for TensorFlow " in done.stderr
+    assert "could not be built" in done.stderr, done.stderr
 
 
 def test_fallback_warns_once_when_the_library_cannot_build(tmp_path):
