@@ -20,8 +20,10 @@ except BaseException as error:
     print({marker!r} + said)
     sys.exit(1)
 """
+# Open MPI 5 ends its library version with a NUL byte.
 _MPI4PY = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI\n"
-           "print(mpi4py.__version__, '-', MPI.Get_library_version().splitlines()[0].strip())")
+           "print(mpi4py.__version__, '-',"
+           " MPI.Get_library_version().replace('\\0', '').splitlines()[0].strip())")
 # Loads the core without starting MPI; loading checks that it and mpi4py share one libmpi.
 _CORE = ("import mpi4py; mpi4py.rc.initialize = False\n"
          "from mpirep import _native\n"

@@ -86,3 +86,17 @@ def test_a_crashing_probe_is_reported_not_raised():
                                     "os._exit(3)", sys.executable)
     assert (ok, detail) == (False, "last words")
     assert check_build._probe("print('fine')", sys.executable) == (True, "fine")
+
+
+def test_the_mpi4py_line_has_no_nul_byte(tmp_path):
+    """Open MPI 5's MPI_Get_library_version ends with a NUL byte, which a terminal hides and
+    grep takes for a binary file; an mpi4py stand-in returns such a string."""
+    fake = tmp_path / "mpi4py"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import types\n__version__ = '9.9'\n"
+                                      "rc = types.SimpleNamespace()\n")
+    (fake / "MPI.py").write_text("def Get_library_version():\n"
+                                 "    return 'Open MPI v5.0.11, package: Open MPI\\0'\n")
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    assert check_build._probe(check_build._MPI4PY, sys.executable, env=env) == \
+        (True, "9.9 - Open MPI v5.0.11, package: Open MPI")
