@@ -62,9 +62,10 @@ class Coordinator {
 
   // Whether every member has submitted the tensor, counting a joined member as having done so.
   bool AllSubmitted(const Pending& pending) const;
-  // Decides the tensor `name`, which every member has submitted, and queues the decision.
-  void MarkReady(const std::string& name);
-  void Joined(int rank);
+  // Decides the tensor `name`, which every member has submitted (`last` completing it), and
+  // queues the decision.
+  void MarkReady(const std::string& name, const Arrival& last);
+  void Joined(int rank, Clock::time_point now);
   Response Decide(const std::string& name, const Pending& pending);
   std::string MissingRanks(const Pending& pending) const;
   std::string Describe(const std::string& name, const Pending& pending, Clock::time_point now) const;
