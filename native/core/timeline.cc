@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -112,10 +113,10 @@ void Timeline::EndRound(bool progressed) {
   if (!active()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (fd_ < 0) return;
-  if (progressed && mark_cycles_ && round_began_ >= origin_) {
+  if (progressed && mark_cycles_) {
     ++cycles_;
     Append("{\"name\":\"CYCLE\",\"ph\":\"i\",\"s\":\"g\",\"pid\":0,\"tid\":" + std::to_string(kCyclesTrack) +
-           ",\"ts\":" + Micros(round_began_ - origin_) + ",\"args\":{\"cycle\":" + std::to_string(cycles_) + "}}");
+           ",\"ts\":" + Micros(std::max(round_began_, origin_) - origin_) + ",\"args\":{\"cycle\":" + std::to_string(cycles_) + "}}");
   }
   if (!progressed || Clock::now() - last_flush_ >= kFlushInterval) Flush();
 }
