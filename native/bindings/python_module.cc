@@ -123,7 +123,8 @@ class Handle {
 Handle Submit(int collective, const std::string& name, int dtype, py::buffer input,
               std::vector<int64_t> shape, int reduce_op, int root_rank, double prescale,
               double postscale, std::vector<int64_t> splits, int process_set, int group_size,
-              std::vector<int64_t> new_set_ranks, int removed_set) {
+              std::vector<int64_t> new_set_ranks, int removed_set,
+              const std::string& group) {
   py::buffer_info info = input.request();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
@@ -145,6 +146,7 @@ Handle Submit(int collective, const std::string& name, int dtype, py::buffer inp
   desc.n_new_set_ranks = static_cast<int>(new_set_ranks.size());
   desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
   desc.removed_set = removed_set;
+  desc.group = group.c_str();
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
   const int status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
@@ -278,5 +280,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
         py::arg("shape"), py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
-        py::arg("new_set_ranks"), py::arg("removed_set"));
+        py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"));
 }
