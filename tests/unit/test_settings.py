@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpirep._settings_table import SETTINGS
+from mpirep._settings_table import SETTINGS, SWITCH, negated_flag
 from mpirep.config import Config
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -17,7 +17,10 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def readme_row(setting):
     variables = ", ".join(f"`{v}`" for v in ("MPIREP_" + setting.environment, setting.horovod_variable) if v)
     default = json.dumps(setting.default) if setting.type is str else str(setting.default)
-    flag = f"`{setting.flag}` ({setting.flag_unit})" if setting.flag_unit else (f"`{setting.flag}`" if setting.flag else "")
+    if setting.flag_unit == SWITCH:
+        flag = f"`{setting.flag}` (1), `{negated_flag(setting)}` (0)"
+    else:
+        flag = f"`{setting.flag}` ({setting.flag_unit})" if setting.flag_unit else (f"`{setting.flag}`" if setting.flag else "")
     return f"| `{setting.name}` | {variables} | {default} | {flag} | {setting.meaning} |"
 
 
