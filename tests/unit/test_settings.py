@@ -52,6 +52,14 @@ def test_init_argument_then_mpirep_then_horovod_variable_then_default():
     assert Config.load(environ={"HOROVOD_CHUNK_BYTES": "128"}).chunk_bytes == Config().chunk_bytes  # no Horovod name
 
 
+@pytest.mark.parametrize("value,expected", [("1", 1), ("0", 0), ("-1", -1)])
+def test_horovod_hierarchical_allreduce_variable(value, expected):
+    assert Config.load(environ={"HOROVOD_HIERARCHICAL_ALLREDUCE": value}).hierarchical_allreduce == expected
+    assert Config.load(environ={}).hierarchical_allreduce == -1  # auto
+    with pytest.raises(ValueError, match="hierarchical_allreduce must be at least -1"):
+        Config.load(environ={"MPIREP_HIERARCHICAL_ALLREDUCE": "-2"})
+
+
 @pytest.mark.parametrize("variable", ["MPIREP_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE"])
 def test_stall_check_disable(variable):
     assert Config.load(environ={variable: "1"}).stall_check_time_seconds == 0
