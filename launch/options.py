@@ -9,7 +9,7 @@ from .tuning import add_tuning_flags
 IGNORED_HOROVOD_FLAGS = (
     ("--disable-cache", False), ("--mpi", False), ("--cache-capacity", True),
     ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
-    ("--autotune", False), ("--autotune-log-file", True), ("--timeline-mark-cycles", False),
+    ("--autotune", False), ("--autotune-log-file", True),
     ("--log-level", True),
 )
 

@@ -11,6 +11,7 @@ void RunValidationTests();
 void RunExecutorTests();
 void RunSettingsTests();
 void RunHierarchicalTests();
+void RunTimelineTests();
 
 int main() {
   RunMessageTests();
@@ -21,6 +22,7 @@ int main() {
   RunRingTests();
   RunExecutorTests();
   RunHierarchicalTests();
+  RunTimelineTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;
 }

@@ -92,6 +92,16 @@ def test_switch_flags_set_one_or_zero(mpi, capsys, flags, value):
     assert "MPIREP_HIERARCHICAL_ALLREDUCE" in [words[i + 1] for i, w in enumerate(words) if w == "-x"]
 
 
+def test_switch_flags_take_no_value(mpi, capsys):
+    words = dry_run(capsys, "-np", "2", "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles",
+                    "python", "t.py")
+    assert words[:2] == ["MPIREP_TIMELINE=/tmp/tl.json", "MPIREP_TIMELINE_MARK_CYCLES=1"]
+    assert words[-2:] == ["python", "t.py"]
+    assert not any(word.startswith("MPIREP_TIMELINE_MARK") for word in dry_run(capsys, "-np", "2", "t"))
+    assert cli.main(["--dry-run", "-np", "2", "--timeline-mark-cycles", "t"], BASE_ENV) == 0
+    assert "ignoring" not in capsys.readouterr().err  # no longer one of horovodrun's ignored flags
+
+
 def test_ignored_horovodrun_flags_warn(mpi, capsys):
     cli.main(["--dry-run", "--autotune", "--log-level", "INFO", "-np", "1", "t"], BASE_ENV)
     err = capsys.readouterr().err
