@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "check.h"
+#include "numeric_cases.h"
 #include "core/executor.h"
 #include "core/stand_in.h"
 #include "inproc_transport.h"
@@ -268,14 +269,9 @@ void CheckOp(const Layout& layout, DataType dtype, ReduceOp op, double pre, doub
 }
 
 void CheckEveryOp(const Layout& layout) {
-  for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVERAGE, ReduceOp::MIN, ReduceOp::MAX, ReduceOp::PRODUCT}) {
-    for (auto [pre, post] : {std::pair{1.0, 1.0}, std::pair{3.0, 0.5}}) {
-      CheckOp<int32_t>(layout, DataType::INT32, op, pre, post);
-      CheckOp<int64_t>(layout, DataType::INT64, op, pre, post);
-      CheckOp<float>(layout, DataType::FLOAT32, op, pre, post);
-      CheckOp<double>(layout, DataType::FLOAT64, op, pre, post);
-    }
-  }
+  mpirep_test::ForEachNumericCase([&](auto element, DataType dtype, ReduceOp op, double pre, double post) {
+    CheckOp<decltype(element)>(layout, dtype, op, pre, post);
+  });
 }
 
 // A joined rank stands in with zeros; Average still divides by every rank.
