@@ -8,7 +8,6 @@ from .tuning import add_tuning_flags
 # ported command line still starts; they only ever tuned performance.  (name, takes a value)
 IGNORED_HOROVOD_FLAGS = (
     ("--disable-cache", False), ("--mpi", False), ("--cache-capacity", True),
-    ("--hierarchical-allreduce", False), ("--no-hierarchical-allreduce", False),
     ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
     ("--autotune", False), ("--autotune-log-file", True),
     ("--log-level", True),

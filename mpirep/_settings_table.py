@@ -13,6 +13,13 @@ TABLE = "core/settings.def"
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 #: mpirep-run flag units that differ from the setting's own unit, and the factor between them.
 FLAG_UNIT_FACTORS = {"MiB": 1 << 20}
+#: The flag unit of an on/off setting: its flag takes no value and sets 1, its --no- form 0.
+SWITCH = "switch"
+
+
+def negated_flag(setting):
+    """The --no- form of a switch's flag."""
+    return "--no-" + setting.flag[2:]
 
 
 class Setting(NamedTuple):

@@ -24,12 +24,34 @@ Shape WithFirstDim(const Shape& shape, int64_t first) {
 
 }  // namespace
 
-Executor::Executor(Transport& transport, int64_t chunk_bytes)
+Executor::Executor(Transport& transport, int64_t chunk_bytes,
+                   std::optional<HostTransports> hosts, int64_t hierarchical_allreduce)
     : transport_(transport),
       rank_(transport.rank()),
       size_(transport.size()),
       chunk_bytes_(static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes))),
-      ring_(transport, chunk_bytes_) {}
+      ring_(transport, chunk_bytes_),
+      hierarchical_allreduce_(hierarchical_allreduce) {
+  if (hosts) hierarchical_ = std::make_unique<HierarchicalAllreduce>(*hosts, chunk_bytes_);
+}
+
+// Auto: only where both stages have something to do, which is where the network carries less.
+bool Executor::Hierarchical() const {
+  if (!hierarchical_ || hierarchical_allreduce_ == 0) return false;
+  return hierarchical_allreduce_ > 0 ||
+         (hierarchical_->hosts() > 1 && hierarchical_->ranks_per_host() > 1);
+}
+
+void Executor::ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype,
+                            ReduceOp op, const Ring::Epilogue& epilogue) {
+  if (Hierarchical()) {
+    BeginPhase("HIERARCHICAL_ALLREDUCE");
+    hierarchical_->Allreduce(in, out, count, dtype, op, epilogue);
+  } else {
+    BeginPhase("RING_ALLREDUCE");
+    ring_.Allreduce(in, out, count, dtype, op, epilogue);
+  }
+}
 
 char* Executor::Scratch(std::vector<char>& buffer, size_t bytes) {
   if (buffer.size() < bytes) buffer.resize(bytes);
@@ -108,8 +130,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
       Scale(out, in, count, dtype, response.prescale);
       in = out;
     }
-    BeginPhase("RING_ALLREDUCE");
-    ring_.Allreduce(in, out, count, dtype, response.op, epilogue);
+    ReduceBuffer(in, out, count, dtype, response.op, epilogue);
     return statuses;
   }
 
@@ -126,8 +147,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
     }
     offset += Bytes(*op);
   }
-  BeginPhase("RING_ALLREDUCE");
-  ring_.Allreduce(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
+  ReduceBuffer(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
   BeginPhase("UNPACK");
   offset = 0;
   for (size_t i = 0; i < ops.size(); ++i) {

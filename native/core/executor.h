@@ -3,8 +3,11 @@
 // by one thread at a time (the background thread, which alone owns the transport).
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <vector>
 
+#include "hierarchical.h"
 #include "operation.h"
 #include "phase_log.h"
 #include "ring.h"
@@ -14,8 +17,11 @@ namespace mpirep {
 
 class Executor {
  public:
-  // `chunk_bytes`: the unit of pipelining of the ring and of broadcast.
-  Executor(Transport& transport, int64_t chunk_bytes);
+  // `chunk_bytes`: the unit of pipelining of the ring and of broadcast. `hosts`: the same
+  // ranks grouped by host, given only where every host has as many of them as the others.
+  // `hierarchical_allreduce`: the setting of that name (negative: auto, 0: off, positive: on).
+  Executor(Transport& transport, int64_t chunk_bytes,
+           std::optional<HostTransports> hosts = std::nullopt, int64_t hierarchical_allreduce = -1);
 
   // Runs `response` (kind EXECUTE) over `ops`, the local operations it names, in its order.
   // Returns one status per op, and fills `result` for alltoall and join. With `phases`, records
@@ -38,6 +44,11 @@ class Executor {
   // The output buffer for `op`; where the adapter cannot provide one the collective still runs
   // (other ranks depend on it) into scratch memory, and the op fails afterwards.
   void* Output(Operation& op, const Shape& shape, Status* status);
+  // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or the flat ring;
+  // decided per collective from the setting, the same way on every rank.
+  bool Hierarchical() const;
+  void ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
+                    const Ring::Epilogue& epilogue);
   // Averaging and postscaling, applied once to each fully reduced chunk on its owner.
   Ring::Epilogue EpilogueFor(DataType dtype, ReduceOp op, double postscale) const;
   char* Scratch(std::vector<char>& buffer, size_t bytes);
@@ -47,6 +58,8 @@ class Executor {
   const int size_;
   const size_t chunk_bytes_;
   Ring ring_;
+  std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // null: no host grouping
+  int64_t hierarchical_allreduce_;
   std::vector<char> fusion_buffer_;  // reused by every fused allreduce; grows, never shrinks
   std::vector<char> spare_;          // for outputs the adapter could not allocate
   PhaseLog* phases_ = nullptr;       // during Run, when its caller records phases

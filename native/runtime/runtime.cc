@@ -114,7 +114,7 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_size(cross, &topology_.cross_size);
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
-  executors_[0] = std::make_unique<ProcessSetComm>(data_, config_.chunk_bytes);
+  executors_[0] = std::make_unique<ProcessSetComm>(data_, config_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<int>& everyone = process_sets_[0];
@@ -399,7 +399,7 @@ void Runtime::ChangeProcessSets(const Response& response) {
     const bool member = std::find(members.begin(), members.end(), topology_.rank) != members.end();
     MPI_Comm comm;
     MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
-    if (member) executors_[id] = std::make_unique<ProcessSetComm>(comm, config_.chunk_bytes);
+    if (member) executors_[id] = std::make_unique<ProcessSetComm>(comm, config_);
     std::lock_guard<std::mutex> lock(mutex_);
     process_sets_[id] = std::move(members);
     return;

@@ -20,7 +20,7 @@
 #include "core/operation.h"
 #include "core/settings.h"
 #include "core/timeline.h"
-#include "mpi_transport.h"
+#include "process_set_comm.h"
 
 namespace mpirep {
 
@@ -94,13 +94,6 @@ class Runtime {
   // The background thread's own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
-  struct ProcessSetComm {  // this rank's side of a process set it belongs to
-    ProcessSetComm(MPI_Comm comm, int64_t chunk_bytes)
-        : data(comm), transport(comm), executor(transport, chunk_bytes) {}
-    MPI_Comm data;
-    MpiTransport transport;
-    Executor executor;
-  };
   std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   Timeline timeline_;    // written on rank 0 only

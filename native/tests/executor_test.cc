@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.h"
+#include "numeric_cases.h"
 #include "core/coordinator.h"
 #include "core/executor.h"
 #include "core/fusion.h"
@@ -256,14 +257,9 @@ void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double 
 }
 
 void CheckAllreduces(int n) {
-  for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVERAGE, ReduceOp::MIN, ReduceOp::MAX, ReduceOp::PRODUCT}) {
-    for (auto [pre, post] : {std::pair{1.0, 1.0}, std::pair{3.0, 0.5}}) {
-      CheckFusedAllreduce<int32_t>(n, DataType::INT32, op, pre, post);
-      CheckFusedAllreduce<int64_t>(n, DataType::INT64, op, pre, post);
-      CheckFusedAllreduce<float>(n, DataType::FLOAT32, op, pre, post);
-      CheckFusedAllreduce<double>(n, DataType::FLOAT64, op, pre, post);
-    }
-  }
+  mpirep_test::ForEachNumericCase([&](auto element, DataType dtype, ReduceOp op, double pre, double post) {
+    CheckFusedAllreduce<decltype(element)>(n, dtype, op, pre, post);
+  });
 }
 
 template <typename T>

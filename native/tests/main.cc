@@ -10,6 +10,7 @@ void RunMessageTests();
 void RunValidationTests();
 void RunExecutorTests();
 void RunSettingsTests();
+void RunHierarchicalTests();
 void RunTimelineTests();
 
 int main() {
@@ -20,6 +21,7 @@ int main() {
   RunValidationTests();
   RunRingTests();
   RunExecutorTests();
+  RunHierarchicalTests();
   RunTimelineTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;

@@ -80,6 +80,16 @@ def test_horovodrun_command_line_ports(mpi, capsys):
     text = " ".join(words)
     assert "--mca pml ob1 python t.py" in text
     assert "btl_tcp_if_include eth1" in text and "plm_rsh_args -p 2222" in text
+    assert words[0] == "MPIREP_HIERARCHICAL_ALLREDUCE=1"
+
+
+@pytest.mark.parametrize("flags,value", [(["--hierarchical-allreduce"], "1"),
+                                         (["--no-hierarchical-allreduce"], "0"),
+                                         (["--no-hierarchical-allreduce", "--hierarchical-allreduce"], "1")])
+def test_switch_flags_set_one_or_zero(mpi, capsys, flags, value):
+    words = dry_run(capsys, "-np", "2", *flags, "python", "t.py")
+    assert words[0] == f"MPIREP_HIERARCHICAL_ALLREDUCE={value}"
+    assert "MPIREP_HIERARCHICAL_ALLREDUCE" in [words[i + 1] for i, w in enumerate(words) if w == "-x"]
 
 
 def test_switch_flags_take_no_value(mpi, capsys):
