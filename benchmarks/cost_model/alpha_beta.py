@@ -9,11 +9,15 @@ each rank sends n/p bytes to the next):
 
     ring(n, p, link) = 2 (p-1) (alpha + (n/p) beta)
 
-Across hosts all ranks step together, so each step lasts as long as its slowest hop, the one
-between hosts, and the k hops leaving one host share its network interface:
+Across hosts all ranks step together, so each step lasts as long as its slowest hop: the one
+between hosts, or, where a host's ranks are oversubscribed or its memory is slower than the
+network, a hop within a host:
 
-    flat(n) = 2 (p-1) (alpha_inter + (n/p) beta_inter)        when hosts > 1
-    flat(n) = ring(n, k, intra) x oversubscription             on one host
+    flat(n) = 2 (p-1) max(alpha_inter + (n/p) beta_inter,
+                          (alpha_intra + (n/p) beta_intra) x oversubscription)   hosts > 1
+    flat(n) = ring(n, k, intra) x oversubscription                              one host
+
+(the intra term only where k > 1: with one rank per host every hop crosses hosts).
 
 Hierarchical allreduce: reduce-scatter within each host (k-1 steps of n/k bytes), then one ring
 across the hosts per local index, on that index's n/k bytes (the k rings run at once and share
@@ -91,9 +95,11 @@ def flat_allreduce(nbytes, cluster):
     p = cluster.ranks
     if p == 1:
         return 0.0
+    within = cluster.intra.time(2 * (p - 1), nbytes / p) * cluster.oversubscription
     if cluster.hosts == 1:
-        return cluster.intra.time(2 * (p - 1), nbytes / p) * cluster.oversubscription
-    return cluster.inter.time(2 * (p - 1), nbytes / p)
+        return within
+    across = cluster.inter.time(2 * (p - 1), nbytes / p)
+    return max(across, within) if cluster.per_host > 1 else across
 
 
 def hierarchical_allreduce(nbytes, cluster):

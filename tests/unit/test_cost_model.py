@@ -35,9 +35,14 @@ def test_flat_ring_on_one_host_is_2_p_minus_1_steps_of_n_over_p():
         2 * 14 * (3e-6 + n / 8 * 2e-10))
 
 
-def test_flat_ring_across_hosts_runs_at_the_inter_host_link():
+def test_flat_ring_across_hosts_runs_at_its_slowest_hop():
     n = 8 * MIB
     assert ab.flat_allreduce(n, cluster(2, 2)) == pytest.approx(6 * (40e-6 + n / 4 * 8e-9))
+    # a network faster than the hosts' memory: the hops within a host set the pace
+    fast_net = ab.Cluster(2, 2, INTRA, ab.Link(1e-6, 1e-11))
+    assert ab.flat_allreduce(n, fast_net) == pytest.approx(6 * (3e-6 + n / 4 * 2e-10))
+    assert ab.flat_allreduce(n, ab.Cluster(2, 1, INTRA, ab.Link(1e-6, 1e-11))) == pytest.approx(
+        2 * (1e-6 + n / 2 * 1e-11))
 
 
 @pytest.mark.parametrize("hosts", [1, 2, 3, 64])

@@ -1,0 +1,90 @@
+"""Fit the model's links to the measurements: alpha and beta by least squares of the relative
+error (so that 4 KiB counts as much as 64 MiB) over the sizes of one configuration's allreduce
+sweep; every other configuration is left for the check.
+
+* intra (shared memory): the sweep on 1 host x 2 ranks, the one shared-memory layout with no
+  more ranks than this machine has cores;
+* inter (the emulated link at the rate it was shaped to): the sweep on 2 hosts x 1 rank, with
+  intra already fitted (it prices the negotiation's messages).
+
+The model is affine in the alpha and beta of one link, so its own functions give the columns of
+the least-squares problem: nothing of the formulas is restated here.
+"""
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+import alpha_beta as ab
+from measurements import Layout
+from mpirep._settings_table import SETTINGS
+
+DEFAULT_FUSION_THRESHOLD = next(s.default for s in SETTINGS if s.name == "fusion_threshold")
+INTRA_FIT = Layout(1, 2, False)
+INTER_FIT = Layout(2, 1, False)
+_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
+
+
+def bits_per_second(rate):
+    """tc's notation ("1gbit", "100mbit") in bits per second."""
+    match = re.fullmatch(r"([0-9.]+)([a-z]+)", rate.strip().lower())
+    if not match or match.group(2) not in _UNITS:
+        raise ValueError(f"not a rate in tc's notation (e.g. 1gbit, 100mbit): {rate!r}")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def cluster_for(layout, intra, inter, machine_cores):
+    # the emulated hosts all run on this one machine and share its cores
+    return ab.Cluster(layout.hosts, layout.per_host, intra, inter,
+                      max(1, machine_cores // layout.hosts))
+
+
+def predict(point, intra, inter, machine_cores):
+    cluster = cluster_for(point.layout, intra, inter, machine_cores)
+    if point.kind == "sweep":
+        return ab.blocking_allreduce(point.nbytes, cluster, point.layout.hierarchical)
+    threshold = point.fusion_threshold or DEFAULT_FUSION_THRESHOLD
+    return ab.gradient_round(point.nbytes, cluster, threshold, point.layout.hierarchical)[0]
+
+
+def least_squares(points, predict_with):
+    """The Link minimising the relative error of predict_with(link, point) over points."""
+    seconds = np.array([p.seconds for p in points])
+    base = np.array([predict_with(ab.Link(0.0, 0.0), p) for p in points])
+    per_alpha = np.array([predict_with(ab.Link(1.0, 0.0), p) for p in points]) - base
+    per_beta = np.array([predict_with(ab.Link(0.0, 1.0), p) for p in points]) - base
+    matrix = np.stack([per_alpha, per_beta], axis=1) / seconds[:, None]
+    (alpha, beta), *_ = np.linalg.lstsq(matrix, (seconds - base) / seconds, rcond=None)
+    if alpha < 0 or beta <= 0:
+        raise ValueError(f"the fit gave alpha={alpha:.3g} s, beta={beta:.3g} s/B: the measurements "
+                         "do not follow the model (too noisy?)")
+    return ab.Link(float(alpha), float(beta))
+
+
+@dataclass(frozen=True)
+class Fitted:
+    intra: ab.Link
+    inter: ab.Link        # at the rate the emulated link was shaped to
+    inter_rate: float     # that rate, bits per second
+    machine_cores: int
+
+    def inter_at(self, rate):
+        """The inter-host link at another rate (bits per second): the same per-message cost and
+        the same per-byte software cost, on a wire that moves 8 bits per byte at `rate`."""
+        software = self.inter.beta - 8 / self.inter_rate
+        return ab.Link(self.inter.alpha, max(0.0, software) + 8 / rate)
+
+
+def sweep_points(points, layout):
+    chosen = [p for p in points if p.kind == "sweep" and p.layout == layout]
+    if not chosen:
+        raise ValueError(f"no allreduce sweep on {layout} among the measurements")
+    return chosen
+
+
+def fit(shm_points, host_points, machine_cores, rate):
+    intra = least_squares(sweep_points(shm_points, INTRA_FIT),
+                          lambda link, p: predict(p, link, link, machine_cores))
+    inter = least_squares(sweep_points(host_points, INTER_FIT),
+                          lambda link, p: predict(p, intra, link, machine_cores))
+    return Fitted(intra, inter, bits_per_second(rate), machine_cores)
