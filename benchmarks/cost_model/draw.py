@@ -19,6 +19,7 @@ from scale_table import MODES, RATES, efficiency, host_counts  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+PNG = "benchmarks-cost-model.png"
 PER_HOST = 4
 
 
@@ -70,7 +71,7 @@ def draw(shm_path, hosts_path, out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=DOCS / "benchmarks-cost-model.png")
+    parser.add_argument("--out", default=DOCS / PNG)
     parser.add_argument("--shm", default=SHM)
     parser.add_argument("--hosts", default=HOSTS)
     args = parser.parse_args()
