@@ -36,8 +36,11 @@ round trip crosses the slowest link:
 
     round(p) = 2 (p-1) alpha_intra + 2 alpha_slowest
 
-A blocking allreduce is one round plus one collective. A set of gradients with fusion threshold
-F is reduced in ceil(bytes / F) fused buffers, each with its own round.
+A blocking allreduce is one round plus one collective. A set of gradients is reduced in fused
+buffers, packed as mpirep's fusion planner packs them (native/core/fusion.cc): in order, each
+tensor joins the open buffer if the buffer stays within the fusion threshold, else it opens a
+new one; a tensor of at least chunk_bytes x p runs alone. Each buffer costs a round and a
+collective.
 
 A training step computes for `compute` seconds; the backward pass takes the last
 `backward_fraction` of it and hands gradients over as it goes. Without overlap all
@@ -49,7 +52,6 @@ gradients are ready only when the backward pass ends):
     exposed = max(comm - backward, last buffer's time)          (overlap)
     step = compute + exposed,  efficiency = compute / step
 """
-import math
 from dataclasses import dataclass
 
 
@@ -131,18 +133,30 @@ def blocking_allreduce(nbytes, cluster, hierarchical=False):
     return negotiation_round(cluster) + allreduce(nbytes, cluster, hierarchical)
 
 
-def fused_buffers(total_bytes, fusion_threshold):
-    """The sizes of the buffers fusion packs `total_bytes` of gradients into."""
-    _check_bytes(total_bytes)
-    if fusion_threshold <= 0:
-        raise ValueError(f"fusion threshold must be positive, got {fusion_threshold}")
-    count = max(1, math.ceil(total_bytes / fusion_threshold))
-    return [fusion_threshold] * (count - 1) + [total_bytes - fusion_threshold * (count - 1)]
+def fused_buffers(tensor_bytes, fusion_threshold, solo_bytes):
+    """The sizes of the buffers fusion packs tensors of these sizes (in submission order) into."""
+    if fusion_threshold <= 0 or solo_bytes <= 0:
+        raise ValueError(f"fusion threshold and solo size must be positive, got {fusion_threshold}, "
+                         f"{solo_bytes}")
+    buffers, open_index = [], None
+    for nbytes in tensor_bytes:
+        _check_bytes(nbytes)
+        if nbytes >= solo_bytes:
+            buffers.append(nbytes)
+        elif open_index is not None and buffers[open_index] + nbytes <= fusion_threshold:
+            buffers[open_index] += nbytes
+        else:
+            buffers.append(nbytes)
+            open_index = len(buffers) - 1
+    if not buffers:
+        raise ValueError("no tensors to reduce")
+    return buffers
 
 
-def gradient_round(total_bytes, cluster, fusion_threshold, hierarchical=False):
+def gradient_round(tensor_bytes, cluster, fusion_threshold, chunk_bytes, hierarchical=False):
     """(seconds for all buffers, seconds for the last one): every buffer a round + a collective."""
-    times = [blocking_allreduce(b, cluster, hierarchical) for b in fused_buffers(total_bytes, fusion_threshold)]
+    buffers = fused_buffers(tensor_bytes, fusion_threshold, chunk_bytes * cluster.ranks)
+    times = [blocking_allreduce(b, cluster, hierarchical) for b in buffers]
     return sum(times), times[-1]
 
 
@@ -153,12 +167,13 @@ class Step:
     efficiency: float  # compute / seconds: the fraction of linear scaling reached
 
 
-def training_step(compute, backward_fraction, gradient_bytes, cluster, fusion_threshold,
+def training_step(compute, backward_fraction, tensor_bytes, cluster, fusion_threshold, chunk_bytes,
                   overlap=True, hierarchical=False):
+    """tensor_bytes: the gradients' sizes in the order the backward pass produces them."""
     if compute <= 0 or not 0 <= backward_fraction <= 1:
         raise ValueError(f"need compute > 0 and 0 <= backward_fraction <= 1, got {compute}, "
                          f"{backward_fraction}")
-    comm, last = gradient_round(gradient_bytes, cluster, fusion_threshold, hierarchical)
+    comm, last = gradient_round(tensor_bytes, cluster, fusion_threshold, chunk_bytes, hierarchical)
     exposed = max(comm - compute * backward_fraction, last) if overlap else comm
     step = compute + exposed
     return Step(seconds=step, exposed=exposed, efficiency=compute / step)

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 
 import alpha_beta as ab
-from measurements import Layout
+from measurements import RESNET50_TENSOR_BYTES, Layout
 from mpirep._settings_table import SETTINGS
 
-DEFAULT_FUSION_THRESHOLD = next(s.default for s in SETTINGS if s.name == "fusion_threshold")
+DEFAULTS = {s.name: s.default for s in SETTINGS}
+DEFAULT_FUSION_THRESHOLD = DEFAULTS["fusion_threshold"]
+DEFAULT_CHUNK_BYTES = DEFAULTS["chunk_bytes"]
 INTRA_FIT = Layout(1, 2, False)
 INTER_FIT = Layout(2, 1, False)
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
@@ -44,7 +46,8 @@ def predict(point, intra, inter, machine_cores):
     if point.kind == "sweep":
         return ab.blocking_allreduce(point.nbytes, cluster, point.layout.hierarchical)
     threshold = point.fusion_threshold or DEFAULT_FUSION_THRESHOLD
-    return ab.gradient_round(point.nbytes, cluster, threshold, point.layout.hierarchical)[0]
+    return ab.gradient_round(RESNET50_TENSOR_BYTES, cluster, threshold, DEFAULT_CHUNK_BYTES,
+                             point.layout.hierarchical)[0]
 
 
 def least_squares(points, predict_with):

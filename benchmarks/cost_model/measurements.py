@@ -11,7 +11,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the benchmarks, for the ResNet-50 shapes
 from resnet50_shapes import SHAPES  # noqa: E402
 
-RESNET50_BYTES = 4 * sum(math.prod(s) for s in SHAPES)
+# in the order resnet50_round.py submits them: backprop order, the last layer first
+RESNET50_TENSOR_BYTES = [4 * math.prod(s) for s in reversed(SHAPES)]
 SHM = HERE / "measurements" / "shm.json"
 HOSTS = HERE / "measurements" / "hosts-1gbit.json"
 
@@ -47,7 +48,7 @@ def load(path):
             for row in result["rows"]:
                 samples.setdefault((layout, "sweep", row["bytes"], threshold), []).append(row["mpirep_s"])
         else:
-            samples.setdefault((layout, "resnet", RESNET50_BYTES, threshold), []).append(result["seconds"]["mpirep"])
+            samples.setdefault((layout, "resnet", sum(RESNET50_TENSOR_BYTES), threshold), []).append(result["seconds"]["mpirep"])
     points = [Point(layout, kind, nbytes, statistics.median(times), threshold)
               for (layout, kind, nbytes, threshold), times in samples.items()]
     return data, points

@@ -33,8 +33,9 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
 * Intra-host costs are multiplied by k/cores where a host runs more ranks than it has cores.
 * Negotiation, once per round: rank 0 handles one request and one response per other rank,
   2(p-1) alpha_intra, plus one round trip over the slowest link, 2 alpha. A blocking allreduce
-  is a round and a collective; a gradient set is ceil(bytes/fusion threshold) buffers, each a
-  round and a collective.
+  is a round and a collective; a set of gradients is packed into buffers as the fusion planner
+  packs them (in order, up to the fusion threshold; a tensor of chunk_bytes x p or more alone),
+  each buffer a round and a collective.
 * A training step: compute + exposed communication. Without overlap all communication is
   exposed; with overlap it runs during the backward pass (taken as
   {BACKWARD_FRACTION:.2f} of the compute), so only what exceeds it is exposed, and never less

@@ -10,7 +10,7 @@ efficiencies Horovod published for 512 GPUs.
 import argparse
 
 import alpha_beta as ab
-from fit import DEFAULT_FUSION_THRESHOLD, fit
+from fit import DEFAULT_CHUNK_BYTES, DEFAULT_FUSION_THRESHOLD, fit
 from measurements import HOSTS, SHM, load
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
@@ -41,8 +41,8 @@ def host_counts(per_host, max_ranks=512):
 def efficiency(fitted, workload, hosts, per_host, rate, overlap, hierarchical,
                fusion_threshold=DEFAULT_FUSION_THRESHOLD):
     cluster = projected_cluster(fitted, hosts, per_host, rate)
-    return ab.training_step(workload.compute_seconds, BACKWARD_FRACTION, workload.gradient_bytes,
-                            cluster, fusion_threshold, overlap, hierarchical).efficiency
+    return ab.training_step(workload.compute_seconds, BACKWARD_FRACTION, workload.tensor_bytes,
+                            cluster, fusion_threshold, DEFAULT_CHUNK_BYTES, overlap, hierarchical).efficiency
 
 
 def allreduce_table(fitted, per_host, workload, fusion_threshold):
@@ -54,8 +54,8 @@ def allreduce_table(fitted, per_host, workload, fusion_threshold):
         for rate in RATES.values():
             cluster = projected_cluster(fitted, hosts, per_host, rate)
             for hierarchical in (False, True):
-                seconds = ab.gradient_round(workload.gradient_bytes, cluster, fusion_threshold,
-                                            hierarchical)[0]
+                seconds = ab.gradient_round(workload.tensor_bytes, cluster, fusion_threshold,
+                                            DEFAULT_CHUNK_BYTES, hierarchical)[0]
                 cells.append(f"{seconds * 1e3:.1f}")
         lines.append(f"| {hosts} x {per_host} | {hosts * per_host} | " + " | ".join(cells) + " |")
     return lines

@@ -1,8 +1,9 @@
 """What the projections price: the gradients of three image models and the compute time of one
 training step on one GPU, and the scaling Horovod published for them.
 
-Parameter counts: tf.keras.applications.<Model>(weights=None), 1,000 classes, TensorFlow 2.21.0,
-summed over trainable_variables (float32 gradients, 4 bytes each).
+Gradients: the trainable variables of tf.keras.applications.<Model>(weights=None), 1,000
+classes, TensorFlow 2.21.0 (benchmarks/resnet50_shapes.py, keras_tensors.py), as float32, in
+backprop order (the last layer first).
 
 Compute per step: 64 images / the single-GPU rate TensorFlow published for an NVIDIA Tesla P100
 (DGX-1, synthetic data, batch 64 per GPU, May 2017), "Details for NVIDIA DGX-1 (NVIDIA Tesla
@@ -16,6 +17,9 @@ scaling efficiency for both Inception V3 and ResNet-101, and 68% scaling efficie
 """
 from dataclasses import dataclass
 
+from keras_tensors import INCEPTION_V3, VGG16
+from measurements import RESNET50_TENSOR_BYTES
+
 BATCH = 64
 # The backward pass is taken as 2/3 of a step's compute (about twice the forward pass): an
 # assumption of this model, not a measurement.
@@ -25,13 +29,13 @@ BACKWARD_FRACTION = 2 / 3
 @dataclass(frozen=True)
 class Workload:
     name: str
-    parameters: int
+    tensor_bytes: list  # backprop order
     p100_images_per_second: float
     horovod_512_efficiency: float | None  # 128 hosts x 4 GPUs, 25 Gbit/s
 
     @property
     def gradient_bytes(self):
-        return 4 * self.parameters
+        return sum(self.tensor_bytes)
 
     @property
     def compute_seconds(self):
@@ -39,7 +43,7 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload("ResNet-50", 25_583_592, 219, None),
-    Workload("Inception V3", 23_817_352, 142, 0.90),
-    Workload("VGG-16", 138_357_544, 154, 0.68),
+    Workload("ResNet-50", RESNET50_TENSOR_BYTES, 219, None),
+    Workload("Inception V3", [4 * n for n in reversed(INCEPTION_V3)], 142, 0.90),
+    Workload("VGG-16", [4 * n for n in reversed(VGG16)], 154, 0.68),
 ]

@@ -12,6 +12,9 @@ import alpha_beta as ab  # noqa: E402
 INTRA = ab.Link(alpha=3e-6, beta=2e-10)
 INTER = ab.Link(alpha=40e-6, beta=8e-9)
 MIB = 1 << 20
+CHUNK = MIB
+# 100 MiB of gradients in 50 tensors of 2 MiB
+GRADS = [2 * MIB] * 50
 
 
 def cluster(hosts, per_host, cores=1 << 30):
@@ -23,7 +26,7 @@ def test_one_rank_costs_nothing(hierarchical):
     one = cluster(1, 1)
     assert ab.allreduce(64 * MIB, one, hierarchical) == 0.0
     assert ab.negotiation_round(one) == 0.0
-    step = ab.training_step(0.1, 0.6, 100 * MIB, one, 2 * MIB, overlap=False, hierarchical=hierarchical)
+    step = ab.training_step(0.1, 0.6, GRADS, one, 2 * MIB, CHUNK, overlap=False, hierarchical=hierarchical)
     assert step.efficiency == 1.0 and step.exposed == 0.0
 
 
@@ -74,15 +77,20 @@ def test_negotiation_round():
     assert ab.negotiation_round(cluster(4, 2)) == pytest.approx(14 * 3e-6 + 2 * 40e-6)
 
 
-def test_fused_buffers_cover_the_bytes():
-    assert ab.fused_buffers(5 * MIB + 1, 2 * MIB) == [2 * MIB, 2 * MIB, MIB + 1]
-    assert ab.fused_buffers(2 * MIB, 2 * MIB) == [2 * MIB]
-    assert ab.fused_buffers(0, 2 * MIB) == [0]
+def test_fused_buffers_pack_in_order_like_the_fusion_planner():
+    k = 1024
+    # 3 + 4 KiB fit in 8; 5 opens a new buffer (the open one would pass 8), 2 joins it;
+    # 64 KiB >= the solo size runs alone and leaves the open buffer open for the 1 KiB after it
+    assert ab.fused_buffers([3 * k, 4 * k, 5 * k, 2 * k, 64 * k, k], 8 * k, 32 * k) == \
+        [7 * k, 8 * k, 64 * k]
+    # a tensor over the threshold but under the solo size gets a buffer that nothing joins
+    assert ab.fused_buffers([k, 20 * k, k], 8 * k, 32 * k) == [k, 20 * k, k]
+    assert ab.fused_buffers([0], 8 * k, 32 * k) == [0]
 
 
 def test_gradient_round_is_one_round_and_collective_per_buffer():
     c = cluster(2, 2)
-    total, last = ab.gradient_round(5 * MIB, c, 2 * MIB)
+    total, last = ab.gradient_round([MIB, MIB, MIB, MIB, MIB], c, 2 * MIB, CHUNK)
     one = lambda b: ab.negotiation_round(c) + ab.flat_allreduce(b, c)  # noqa: E731
     assert total == pytest.approx(2 * one(2 * MIB) + one(MIB))
     assert last == pytest.approx(one(MIB))
@@ -90,19 +98,19 @@ def test_gradient_round_is_one_round_and_collective_per_buffer():
 
 def test_training_step_without_overlap_adds_all_communication():
     c = cluster(4, 4)
-    comm, _ = ab.gradient_round(100 * MIB, c, 4 * MIB)
-    step = ab.training_step(0.25, 0.6, 100 * MIB, c, 4 * MIB, overlap=False)
+    comm, _ = ab.gradient_round(GRADS, c, 4 * MIB, CHUNK)
+    step = ab.training_step(0.25, 0.6, GRADS, c, 4 * MIB, CHUNK, overlap=False)
     assert step.seconds == pytest.approx(0.25 + comm)
     assert step.efficiency == pytest.approx(0.25 / (0.25 + comm))
 
 
 def test_overlap_hides_communication_up_to_the_backward_time_but_not_the_last_buffer():
     c = cluster(4, 4)
-    comm, last = ab.gradient_round(100 * MIB, c, 4 * MIB)
+    comm, last = ab.gradient_round(GRADS, c, 4 * MIB, CHUNK)
     assert comm > 0.01
-    slow = ab.training_step(comm / 2, 1.0, 100 * MIB, c, 4 * MIB)  # backward shorter than comm
+    slow = ab.training_step(comm / 2, 1.0, GRADS, c, 4 * MIB, CHUNK)  # backward shorter than comm
     assert slow.exposed == pytest.approx(comm / 2)
-    fast = ab.training_step(comm * 10, 0.5, 100 * MIB, c, 4 * MIB)  # backward covers it all
+    fast = ab.training_step(comm * 10, 0.5, GRADS, c, 4 * MIB, CHUNK)  # backward covers it all
     assert fast.exposed == pytest.approx(last)
 
 
@@ -111,7 +119,7 @@ def test_overlap_hides_communication_up_to_the_backward_time_but_not_the_last_bu
 @pytest.mark.parametrize("hierarchical", [False, True])
 def test_efficiency_is_at_most_one_and_overlap_never_hurts(hosts, per_host, overlap, hierarchical):
     c = cluster(hosts, per_host)
-    args = (0.2, 0.6, 97.6 * MIB, c, 2 * MIB)
+    args = (0.2, 0.6, GRADS, c, 2 * MIB, CHUNK)
     step = ab.training_step(*args, overlap=overlap, hierarchical=hierarchical)
     assert 0 < step.efficiency <= 1
     assert math.isclose(step.seconds, 0.2 + step.exposed)
@@ -125,6 +133,8 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="-1 bytes"):
         ab.flat_allreduce(-1, cluster(1, 2))
     with pytest.raises(ValueError, match="fusion threshold"):
-        ab.fused_buffers(10, 0)
+        ab.fused_buffers([10], 0, 10)
+    with pytest.raises(ValueError, match="no tensors"):
+        ab.fused_buffers([], 10, 10)
     with pytest.raises(ValueError, match="backward_fraction"):
-        ab.training_step(0.1, 1.5, 10, cluster(1, 2), 2 * MIB)
+        ab.training_step(0.1, 1.5, [10], cluster(1, 2), 2 * MIB, CHUNK)
