@@ -29,8 +29,8 @@ def fitted_lines(fitted, shm_meta, host_meta):
 
 
 def check_lines(points, fitted, tolerance):
-    lines = ["| configuration | what | predicted ms | measured ms | error |",
-             "|---|---|---:|---:|---:|"]
+    lines = ["| configuration | what | load average | predicted ms | measured ms | error |",
+             "|---|---|---:|---:|---:|---:|"]
     failures = []
     for p in sorted(points, key=lambda p: (p.layout.hosts, p.layout.per_host, p.layout.hierarchical,
                                            p.kind, p.nbytes)):
@@ -39,8 +39,8 @@ def check_lines(points, fitted, tolerance):
         what = f"allreduce {human_bytes(p.nbytes)}" if p.kind == "sweep" else "ResNet-50 round"
         fitted_on = p.kind == "sweep" and p.layout in (INTRA_FIT, INTER_FIT)
         mark = " (fitted)" if fitted_on else ""
-        lines.append(f"| {p.layout}{mark} | {what} | {predicted * 1e3:.3f} | {p.seconds * 1e3:.3f} "
-                     f"| {error:+.0%} |")
+        lines.append(f"| {p.layout}{mark} | {what} | {p.load_average:.1f} | {predicted * 1e3:.3f} "
+                     f"| {p.seconds * 1e3:.3f} | {error:+.0%} |")
         if abs(error) > tolerance:
             failures.append(f"{p.layout}, {what}: predicted {predicted * 1e3:.3f} ms, measured "
                             f"{p.seconds * 1e3:.3f} ms ({error:+.0%})")

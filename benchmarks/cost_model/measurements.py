@@ -35,20 +35,24 @@ class Point:
     nbytes: int
     seconds: float  # median over passes
     fusion_threshold: int | None  # the setting the run used, None for the default
+    load_average: float  # median over the passes of the 1-minute load average as each job began
 
 
 def load(path):
     data = json.loads(Path(path).read_text())
-    samples = {}
+    samples, loads = {}, {}
     for run in data["runs"]:
         layout = Layout(run["hosts"], run["per_host"], bool(run["hierarchical"]))
         result = run["result"]
         threshold = result["config"].get("fusion_threshold")
         if run["kind"] == "sweep":
-            for row in result["rows"]:
-                samples.setdefault((layout, "sweep", row["bytes"], threshold), []).append(row["mpirep_s"])
+            timed = [(row["bytes"], row["mpirep_s"]) for row in result["rows"]]
         else:
-            samples.setdefault((layout, "resnet", sum(RESNET50_TENSOR_BYTES), threshold), []).append(result["seconds"]["mpirep"])
-    points = [Point(layout, kind, nbytes, statistics.median(times), threshold)
-              for (layout, kind, nbytes, threshold), times in samples.items()]
+            timed = [(sum(RESNET50_TENSOR_BYTES), result["seconds"]["mpirep"])]
+        for nbytes, seconds in timed:
+            key = (layout, run["kind"], nbytes, threshold)
+            samples.setdefault(key, []).append(seconds)
+            loads.setdefault(key, []).append(run["load_average"])
+    points = [Point(*key[:3], statistics.median(times), key[3], statistics.median(loads[key]))
+              for key, times in samples.items()]
     return data, points

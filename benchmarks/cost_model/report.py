@@ -69,7 +69,9 @@ def section(shm_path, hosts_path):
            "oversubscribed on 2 cores), 2 emulated hosts x 1 and x 2 ranks, flat and hierarchical; "
            "for each, blocking allreduces of 4 KiB to 64 MiB and the ResNet-50 gradient round "
            f"(`benchmarks/resnet50_round.py`: 214 tensors, fusion threshold "
-           f"{human_bytes(DEFAULT_FUSION_THRESHOLD)}). Error = predicted / measured - 1. {verdict}", "",
+           f"{human_bytes(DEFAULT_FUSION_THRESHOLD)}). Load average: the machine's 1-minute load "
+           "average as the job began (median over the passes); 2 cores. Error = predicted / "
+           f"measured - 1. {verdict}", "",
            *check, "",
            f"![model projection and check]({PNG})", "",
            "### Projected to 512 ranks", "",
