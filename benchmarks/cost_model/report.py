@@ -110,7 +110,7 @@ def section(shm_path, hosts_path):
             "python benchmarks/cost_model/check.py        # fitted parameters and the check; exit 1 beyond 25%",
             "python benchmarks/cost_model/scale_table.py  # the projection, --per-host K --fusion-threshold B",
             f"python benchmarks/cost_model/draw.py        # docs/{PNG} alone",
-            "python benchmarks/cost_model/report.py       # this section and the PNG",
+            "python benchmarks/cost_model/report.py       # this section and the PNG (draw.py and report.py need matplotlib)",
             "```", ""]
     return "\n".join(out)
 
