@@ -40,7 +40,8 @@ A blocking allreduce is one round plus one collective. A set of gradients is red
 buffers, packed as mpirep's fusion planner packs them (native/core/fusion.cc): in order, each
 tensor joins the open buffer if the buffer stays within the fusion threshold, else it opens a
 new one; a tensor of at least chunk_bytes x p runs alone. Each buffer costs a round and a
-collective.
+collective, and a buffer of several tensors also two copies of its bytes (packing and
+unpacking), at the host's memory-copy cost `copy` seconds per byte (x oversubscription).
 
 A training step computes for `compute` seconds; the backward pass takes the last
 `backward_fraction` of it and hands gradients over as it goes. Without overlap all
@@ -71,6 +72,7 @@ class Cluster:
     intra: Link
     inter: Link
     cores_per_host: int = 1 << 30  # more than any rank count: no oversubscription
+    copy: float = 0.0  # seconds per byte of a memory copy within a rank
 
     def __post_init__(self):
         for name in ("hosts", "per_host", "cores_per_host"):
@@ -134,7 +136,8 @@ def blocking_allreduce(nbytes, cluster, hierarchical=False):
 
 
 def fused_buffers(tensor_bytes, fusion_threshold, solo_bytes):
-    """The sizes of the buffers fusion packs tensors of these sizes (in submission order) into."""
+    """The buffers (each a list of its tensors' sizes) fusion packs tensors of these sizes, in
+    submission order, into."""
     if fusion_threshold <= 0 or solo_bytes <= 0:
         raise ValueError(f"fusion threshold and solo size must be positive, got {fusion_threshold}, "
                          f"{solo_bytes}")
@@ -142,11 +145,11 @@ def fused_buffers(tensor_bytes, fusion_threshold, solo_bytes):
     for nbytes in tensor_bytes:
         _check_bytes(nbytes)
         if nbytes >= solo_bytes:
-            buffers.append(nbytes)
-        elif open_index is not None and buffers[open_index] + nbytes <= fusion_threshold:
-            buffers[open_index] += nbytes
+            buffers.append([nbytes])
+        elif open_index is not None and sum(buffers[open_index]) + nbytes <= fusion_threshold:
+            buffers[open_index].append(nbytes)
         else:
-            buffers.append(nbytes)
+            buffers.append([nbytes])
             open_index = len(buffers) - 1
     if not buffers:
         raise ValueError("no tensors to reduce")
@@ -154,9 +157,13 @@ def fused_buffers(tensor_bytes, fusion_threshold, solo_bytes):
 
 
 def gradient_round(tensor_bytes, cluster, fusion_threshold, chunk_bytes, hierarchical=False):
-    """(seconds for all buffers, seconds for the last one): every buffer a round + a collective."""
-    buffers = fused_buffers(tensor_bytes, fusion_threshold, chunk_bytes * cluster.ranks)
-    times = [blocking_allreduce(b, cluster, hierarchical) for b in buffers]
+    """(seconds for all buffers, seconds for the last one): every buffer a round + a collective
+    (+ packing and unpacking where it holds several tensors)."""
+    times = []
+    for tensors in fused_buffers(tensor_bytes, fusion_threshold, chunk_bytes * cluster.ranks):
+        nbytes = sum(tensors)
+        packing = 2 * nbytes * cluster.copy * cluster.oversubscription if len(tensors) > 1 else 0.0
+        times.append(blocking_allreduce(nbytes, cluster, hierarchical) + packing)
     return sum(times), times[-1]
 
 

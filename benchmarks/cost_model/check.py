@@ -4,14 +4,13 @@ flat and hierarchical, over the shaped link; each as an allreduce sweep and as a
 gradient round. Prints the fitted parameters and the tables (Markdown), and fails (exit 1)
 naming every prediction more than 25% off.
 
-    python benchmarks/cost_model/check.py [--shm FILE] [--hosts FILE] [--tolerance 0.25]
+    python benchmarks/cost_model/check.py [--shm FILE] [--hosts FILE] [--copy FILE] [--tolerance 0.25]
 """
 import argparse
 import json
 import sys
 
-from measurements import HOSTS, SHM, load
-from fit import INTER_FIT, INTRA_FIT, fit, predict
+from fit import INTER_FIT, INTRA_FIT, add_file_arguments, fit_files
 from units import human_bytes
 
 
@@ -25,6 +24,8 @@ def fitted_lines(fitted, shm_meta, host_meta):
         f"| inter ({host_meta['rate']} emulated link) | {INTER_FIT}, median of {host_meta['passes']} passes "
         f"| {e.alpha * 1e6:.1f} | "
         f"{e.beta * 1e9:.3f} | {1e-9 / e.beta:.3f} |",
+        f"| memory copy (fusion's packing) | measured by memcpy.py, not fitted | | "
+        f"{fitted.copy * 1e9:.3f} | {1e-9 / fitted.copy:.2f} |",
     ]
 
 
@@ -34,7 +35,7 @@ def check_lines(points, fitted, tolerance):
     failures = []
     for p in sorted(points, key=lambda p: (p.layout.hosts, p.layout.per_host, p.layout.hierarchical,
                                            p.kind, p.nbytes)):
-        predicted = predict(p, fitted.intra, fitted.inter, fitted.machine_cores)
+        predicted = fitted.predict(p)
         error = predicted / p.seconds - 1
         what = f"allreduce {human_bytes(p.nbytes)}" if p.kind == "sweep" else "ResNet-50 round"
         fitted_on = p.kind == "sweep" and p.layout in (INTRA_FIT, INTER_FIT)
@@ -56,22 +57,21 @@ def conditions(meta):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shm", default=SHM)
-    parser.add_argument("--hosts", default=HOSTS)
+    add_file_arguments(parser)
     parser.add_argument("--tolerance", type=float, default=0.25)
     parser.add_argument("--json", help="write the fitted parameters here")
     args = parser.parse_args()
-    shm_meta, shm_points = load(args.shm)
-    host_meta, host_points = load(args.hosts)
-    fitted = fit(shm_points, host_points, shm_meta["cores"], host_meta["rate"])
-    print("Measured:", conditions(shm_meta), ";", conditions(host_meta))
-    print("\n".join(["", *fitted_lines(fitted, shm_meta, host_meta), ""]))
-    lines, failures = check_lines(shm_points + host_points, fitted, args.tolerance)
+    m = fit_files(args)
+    fitted = m.fitted
+    print("Measured:", conditions(m.shm_meta), ";", conditions(m.host_meta))
+    print("\n".join(["", *fitted_lines(fitted, m.shm_meta, m.host_meta), ""]))
+    lines, failures = check_lines(m.shm_points + m.host_points, fitted, args.tolerance)
     print("\n".join(lines))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"intra": vars(fitted.intra), "inter": vars(fitted.inter),
-                       "inter_rate_bits": fitted.inter_rate, "machine_cores": fitted.machine_cores}, f, indent=1)
+                       "inter_rate_bits": fitted.inter_rate, "machine_cores": fitted.machine_cores,
+                       "copy_s_per_byte": fitted.copy}, f, indent=1)
     if failures:
         print(f"\nFAIL: {len(failures)} of {len(lines) - 2} predictions more than "
               f"{args.tolerance:.0%} off:\n  " + "\n  ".join(failures))

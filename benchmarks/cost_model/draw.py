@@ -3,7 +3,7 @@ against the number of ranks (4 per host; 25 and 100 Gbit/s; without overlap, wit
 with overlap and hierarchical allreduce); on the right every check of check.py, predicted
 against measured, with the +-25% band.
 
-    python benchmarks/cost_model/draw.py [--out docs/benchmarks-cost-model.png]
+    python benchmarks/cost_model/draw.py [--out docs/benchmarks-cost-model.png] [--shm FILE] ...
 """
 import argparse
 from pathlib import Path
@@ -13,8 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fit import fit, predict  # noqa: E402
-from measurements import HOSTS, SHM, load  # noqa: E402
+from fit import add_file_arguments, fit_files  # noqa: E402
 from scale_table import MODES, RATES, efficiency, host_counts  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
@@ -23,10 +22,8 @@ PNG = "benchmarks-cost-model.png"
 PER_HOST = 4
 
 
-def draw(shm_path, hosts_path, out):
-    shm_meta, shm_points = load(shm_path)
-    host_meta, host_points = load(hosts_path)
-    fitted = fit(shm_points, host_points, shm_meta["cores"], host_meta["rate"])
+def draw(measured, out):
+    fitted, shm_points, host_points = measured.fitted, measured.shm_points, measured.host_points
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
 
     resnet = WORKLOADS[0]
@@ -49,7 +46,7 @@ def draw(shm_path, hosts_path, out):
         for layout in sorted({p.layout for p in points}, key=str):
             chosen = [p for p in points if p.layout == layout]
             right.scatter([p.seconds * 1e3 for p in chosen],
-                          [predict(p, fitted.intra, fitted.inter, fitted.machine_cores) * 1e3 for p in chosen],
+                          [fitted.predict(p) * 1e3 for p in chosen],
                           marker=marker, label=str(layout), s=18)
     low = min(p.seconds for p in shm_points + host_points) * 1e3 / 2
     high = max(p.seconds for p in shm_points + host_points) * 1e3 * 2
@@ -61,7 +58,7 @@ def draw(shm_path, hosts_path, out):
     right.set_yscale("log")
     right.set_xlabel("measured ms")
     right.set_ylabel("predicted ms")
-    right.set_title(f"check: shared memory and 2 hosts over {host_meta['rate']}")
+    right.set_title(f"check: shared memory and 2 hosts over {measured.host_meta['rate']}")
     right.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=8)
     fig.tight_layout()
@@ -72,10 +69,9 @@ def draw(shm_path, hosts_path, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=DOCS / PNG)
-    parser.add_argument("--shm", default=SHM)
-    parser.add_argument("--hosts", default=HOSTS)
+    add_file_arguments(parser)
     args = parser.parse_args()
-    draw(args.shm, args.hosts, args.out)
+    draw(fit_files(args), args.out)
     print(f"wrote {args.out}")
 
 

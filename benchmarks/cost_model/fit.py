@@ -7,6 +7,8 @@ sweep; every other configuration is left for the check.
 * inter (the emulated link at the rate it was shaped to): the sweep on 2 hosts x 1 rank, with
   intra already fitted (it prices the negotiation's messages).
 
+The memory-copy cost that fusion's packing pays is measured directly (memcpy.py), not fitted.
+
 The model is affine in the alpha and beta of one link, so its own functions give the columns of
 the least-squares problem: nothing of the formulas is restated here.
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import alpha_beta as ab
-from measurements import RESNET50_TENSOR_BYTES, Layout
+from measurements import COPY, HOSTS, RESNET50_TENSOR_BYTES, SHM, Layout, copy_cost, load
 from mpirep._settings_table import SETTINGS
 
 DEFAULTS = {s.name: s.default for s in SETTINGS}
@@ -35,14 +37,14 @@ def bits_per_second(rate):
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def cluster_for(layout, intra, inter, machine_cores):
+def cluster_for(layout, intra, inter, machine_cores, copy):
     # the emulated hosts all run on this one machine and share its cores
     return ab.Cluster(layout.hosts, layout.per_host, intra, inter,
-                      max(1, machine_cores // layout.hosts))
+                      max(1, machine_cores // layout.hosts), copy)
 
 
-def predict(point, intra, inter, machine_cores):
-    cluster = cluster_for(point.layout, intra, inter, machine_cores)
+def predict(point, intra, inter, machine_cores, copy):
+    cluster = cluster_for(point.layout, intra, inter, machine_cores, copy)
     if point.kind == "sweep":
         return ab.blocking_allreduce(point.nbytes, cluster, point.layout.hierarchical)
     threshold = point.fusion_threshold or DEFAULT_FUSION_THRESHOLD
@@ -70,12 +72,16 @@ class Fitted:
     inter: ab.Link        # at the rate the emulated link was shaped to
     inter_rate: float     # that rate, bits per second
     machine_cores: int
+    copy: float           # seconds per byte of a memory copy (measured)
 
     def inter_at(self, rate):
         """The inter-host link at another rate (bits per second): the same per-message cost and
         the same per-byte software cost, on a wire that moves 8 bits per byte at `rate`."""
         software = self.inter.beta - 8 / self.inter_rate
         return ab.Link(self.inter.alpha, max(0.0, software) + 8 / rate)
+
+    def predict(self, point):
+        return predict(point, self.intra, self.inter, self.machine_cores, self.copy)
 
 
 def sweep_points(points, layout):
@@ -85,9 +91,33 @@ def sweep_points(points, layout):
     return chosen
 
 
-def fit(shm_points, host_points, machine_cores, rate):
+def fit(shm_points, host_points, machine_cores, rate, copy):
     intra = least_squares(sweep_points(shm_points, INTRA_FIT),
-                          lambda link, p: predict(p, link, link, machine_cores))
+                          lambda link, p: predict(p, link, link, machine_cores, copy))
     inter = least_squares(sweep_points(host_points, INTER_FIT),
-                          lambda link, p: predict(p, intra, link, machine_cores))
-    return Fitted(intra, inter, bits_per_second(rate), machine_cores)
+                          lambda link, p: predict(p, intra, link, machine_cores, copy))
+    return Fitted(intra, inter, bits_per_second(rate), machine_cores, copy)
+
+
+@dataclass(frozen=True)
+class Measured:
+    shm_meta: dict
+    shm_points: list
+    host_meta: dict
+    host_points: list
+    fitted: Fitted
+
+
+def add_file_arguments(parser):
+    parser.add_argument("--shm", default=SHM, help="shared-memory measurements (measure.py shm)")
+    parser.add_argument("--hosts", default=HOSTS, help="emulated-host measurements (measure.py hosts)")
+    parser.add_argument("--copy", default=COPY, help="the memory-copy cost (memcpy.py)")
+
+
+def fit_files(args):
+    """Load the measurement files named by add_file_arguments' options and fit the model."""
+    shm_path, hosts_path, copy_path = args.shm, args.hosts, args.copy
+    shm_meta, shm_points = load(shm_path)
+    host_meta, host_points = load(hosts_path)
+    fitted = fit(shm_points, host_points, shm_meta["cores"], host_meta["rate"], copy_cost(copy_path))
+    return Measured(shm_meta, shm_points, host_meta, host_points, fitted)

@@ -15,6 +15,7 @@ from resnet50_shapes import SHAPES  # noqa: E402
 RESNET50_TENSOR_BYTES = [4 * math.prod(s) for s in reversed(SHAPES)]
 SHM = HERE / "measurements" / "shm.json"
 HOSTS = HERE / "measurements" / "hosts-1gbit.json"
+COPY = HERE / "measurements" / "copy.json"
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,11 @@ class Point:
     seconds: float  # median over passes
     fusion_threshold: int | None  # the setting the run used, None for the default
     load_average: float  # median over the passes of the 1-minute load average as each job began
+
+
+def copy_cost(path=COPY):
+    """Seconds per byte of a memory copy, as memcpy.py measured it."""
+    return json.loads(Path(path).read_text())["seconds_per_byte"]
 
 
 def load(path):

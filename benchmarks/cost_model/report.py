@@ -2,14 +2,13 @@
 parameters, the check, the projection to 512 ranks, Horovod's published figures) and redraw
 docs/benchmarks-cost-model.png. The section is replaced in place; the rest of the file is kept.
 
-    python benchmarks/cost_model/report.py [--shm FILE] [--hosts FILE]
+    python benchmarks/cost_model/report.py [--shm FILE] [--hosts FILE] [--copy FILE]
 """
 import argparse
 
-from measurements import HOSTS, SHM, load
 from check import check_lines, conditions, fitted_lines
 from draw import DOCS, PNG, draw
-from fit import DEFAULT_FUSION_THRESHOLD, fit
+from fit import DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_files
 from scale_table import allreduce_table, efficiency_table, published_table
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
@@ -48,10 +47,9 @@ Everything else is a prediction. For other link rates the inter-host alpha and t
 software cost (fitted beta minus the wire's 8/rate) are kept and the wire's rate changed."""
 
 
-def section(shm_path, hosts_path):
-    shm_meta, shm_points = load(shm_path)
-    host_meta, host_points = load(hosts_path)
-    fitted = fit(shm_points, host_points, shm_meta["cores"], host_meta["rate"])
+def section(measured):
+    shm_meta, host_meta, fitted = measured.shm_meta, measured.host_meta, measured.fitted
+    shm_points, host_points = measured.shm_points, measured.host_points
     check, failures = check_lines(shm_points + host_points, fitted, 0.25)
     verdict = (f"**All {len(check) - 2} predictions within 25%.**" if not failures else
                f"**{len(failures)} of {len(check) - 2} predictions are more than 25% off** "
@@ -127,12 +125,12 @@ def replace_section(doc, new):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shm", default=SHM)
-    parser.add_argument("--hosts", default=HOSTS)
+    add_file_arguments(parser)
     args = parser.parse_args()
+    measured = fit_files(args)
     path = DOCS / "benchmarks.md"
-    path.write_text(replace_section(path.read_text(), section(args.shm, args.hosts)))
-    draw(args.shm, args.hosts, DOCS / PNG)
+    path.write_text(replace_section(path.read_text(), section(measured)))
+    draw(measured, DOCS / PNG)
     print(f"wrote {path} and {DOCS / PNG}")
 
 

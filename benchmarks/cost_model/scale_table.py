@@ -5,13 +5,12 @@ Markdown tables: the allreduce time of a ResNet-50 gradient set, the scaling eff
 training step with and without overlap and hierarchical allreduce, and the model beside the
 efficiencies Horovod published for 512 GPUs.
 
-    python benchmarks/cost_model/scale_table.py [--per-host 4] [--fusion-threshold BYTES]
+    python benchmarks/cost_model/scale_table.py [--per-host 4] [--fusion-threshold BYTES] [--shm FILE] ...
 """
 import argparse
 
 import alpha_beta as ab
-from fit import DEFAULT_CHUNK_BYTES, DEFAULT_FUSION_THRESHOLD, fit
-from measurements import HOSTS, SHM, load
+from fit import DEFAULT_CHUNK_BYTES, DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_files
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
 
@@ -19,15 +18,9 @@ RATES = {"25 Gbit/s": 25e9, "100 Gbit/s": 100e9}
 MODES = {"no overlap": (False, False), "overlap": (True, False), "overlap + hier.": (True, True)}
 
 
-def fitted_from(shm_path, hosts_path):
-    shm_meta, shm_points = load(shm_path)
-    host_meta, host_points = load(hosts_path)
-    return fit(shm_points, host_points, shm_meta["cores"], host_meta["rate"])
-
-
 def projected_cluster(fitted, hosts, per_host, rate):
     # a real host has a core per rank: no oversubscription
-    return ab.Cluster(hosts, per_host, fitted.intra, fitted.inter_at(rate))
+    return ab.Cluster(hosts, per_host, fitted.intra, fitted.inter_at(rate), copy=fitted.copy)
 
 
 def host_counts(per_host, max_ranks=512):
@@ -88,10 +81,9 @@ def main():
     parser.add_argument("--per-host", type=int, action="append", help="ranks per host (default 4 and 8)")
     parser.add_argument("--fusion-threshold", type=int, default=DEFAULT_FUSION_THRESHOLD,
                         help="bytes per fused buffer (default: mpirep's default)")
-    parser.add_argument("--shm", default=SHM)
-    parser.add_argument("--hosts", default=HOSTS)
+    add_file_arguments(parser)
     args = parser.parse_args()
-    fitted = fitted_from(args.shm, args.hosts)
+    fitted = fit_files(args).fitted
     resnet, threshold = WORKLOADS[0], args.fusion_threshold
     fusion = f"fusion threshold {human_bytes(threshold)}"
     for per_host in args.per_host or [4, 8]:

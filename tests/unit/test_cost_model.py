@@ -82,10 +82,10 @@ def test_fused_buffers_pack_in_order_like_the_fusion_planner():
     # 3 + 4 KiB fit in 8; 5 opens a new buffer (the open one would pass 8), 2 joins it;
     # 64 KiB >= the solo size runs alone and leaves the open buffer open for the 1 KiB after it
     assert ab.fused_buffers([3 * k, 4 * k, 5 * k, 2 * k, 64 * k, k], 8 * k, 32 * k) == \
-        [7 * k, 8 * k, 64 * k]
+        [[3 * k, 4 * k], [5 * k, 2 * k, k], [64 * k]]
     # a tensor over the threshold but under the solo size gets a buffer that nothing joins
-    assert ab.fused_buffers([k, 20 * k, k], 8 * k, 32 * k) == [k, 20 * k, k]
-    assert ab.fused_buffers([0], 8 * k, 32 * k) == [0]
+    assert ab.fused_buffers([k, 20 * k, k], 8 * k, 32 * k) == [[k], [20 * k], [k]]
+    assert ab.fused_buffers([0], 8 * k, 32 * k) == [[0]]
 
 
 def test_gradient_round_is_one_round_and_collective_per_buffer():
@@ -94,6 +94,17 @@ def test_gradient_round_is_one_round_and_collective_per_buffer():
     one = lambda b: ab.negotiation_round(c) + ab.flat_allreduce(b, c)  # noqa: E731
     assert total == pytest.approx(2 * one(2 * MIB) + one(MIB))
     assert last == pytest.approx(one(MIB))
+
+
+def test_a_fused_buffer_also_pays_two_copies_of_its_bytes():
+    copying = ab.Cluster(1, 4, INTRA, INTER, cores_per_host=2, copy=1e-10)
+    plain = ab.Cluster(1, 4, INTRA, INTER, cores_per_host=2)
+    fused = ab.gradient_round([MIB, MIB], copying, 2 * MIB, CHUNK)[0]
+    assert fused == pytest.approx(ab.gradient_round([MIB, MIB], plain, 2 * MIB, CHUNK)[0]
+                                  + 2 * 2 * MIB * 1e-10 * 2)  # x2: 4 ranks on 2 cores
+    alone = [8 * MIB]  # at least chunk x p: reduced in place, no copies
+    assert ab.gradient_round(alone, copying, 2 * MIB, CHUNK)[0] == pytest.approx(
+        ab.gradient_round(alone, plain, 2 * MIB, CHUNK)[0])
 
 
 def test_training_step_without_overlap_adds_all_communication():

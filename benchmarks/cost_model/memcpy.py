@@ -1,0 +1,44 @@
+"""Measure this machine's memory-copy cost, seconds per byte, as fusion pays it when it packs
+tensors into a buffer and unpacks them: the median over repeats of one numpy copy of a 16 MiB
+buffer (larger than the caches) into another, one process. Writes it to a JSON file.
+
+    python benchmarks/cost_model/memcpy.py --out benchmarks/cost_model/measurements/copy.json
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+NBYTES = 16 << 20
+
+
+def seconds_per_byte(repeats):
+    src = np.arange(NBYTES // 8, dtype=np.float64)
+    dst = np.empty_like(src)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) / NBYTES
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--repeats", type=int, default=101)
+    args = parser.parse_args()
+    result = {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "load_average": os.getloadavg()[0], "bytes": NBYTES, "repeats": args.repeats,
+              "seconds_per_byte": seconds_per_byte(args.repeats)}
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(f"copy: {1e-9 / result['seconds_per_byte']:.2f} GB/s at load average {result['load_average']:.1f}")
+
+
+if __name__ == "__main__":
+    main()
