@@ -4,6 +4,9 @@ with overlap and hierarchical allreduce); on the right every check of check.py, 
 against measured, with the +-25% band.
 
     python benchmarks/cost_model/draw.py [--out docs/benchmarks-cost-model.png] [--shm FILE] ...
+
+The projection uses the fit to the quiet shared-memory figures (--quiet-shm), the check the
+measurements named by --shm and --hosts.
 """
 import argparse
 from pathlib import Path
@@ -13,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fit import add_file_arguments, fit_files  # noqa: E402
+from fit import add_file_arguments, fit_files, fit_quiet_files  # noqa: E402
 from scale_table import MODES, RATES, efficiency, host_counts  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
@@ -22,7 +25,8 @@ PNG = "benchmarks-cost-model.png"
 PER_HOST = 4
 
 
-def draw(measured, out):
+def draw(measured, projection, out):
+    """measured: the check's measurements and their fit; projection: the Fitted to project."""
     fitted, shm_points, host_points = measured.fitted, measured.shm_points, measured.host_points
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
 
@@ -31,7 +35,7 @@ def draw(measured, out):
     ranks = [h * PER_HOST for h in hosts]
     for (rate_name, rate), colour in zip(RATES.items(), ("tab:red", "tab:blue")):
         for (mode, flags), style in zip(MODES.items(), (":", "--", "-")):
-            left.plot(ranks, [efficiency(fitted, resnet, h, PER_HOST, rate, *flags) for h in hosts],
+            left.plot(ranks, [efficiency(projection, resnet, h, PER_HOST, rate, *flags) for h in hosts],
                       style, marker="o", color=colour, label=f"{rate_name}, {mode}")
     left.set_xscale("log", base=2)
     left.set_xticks(ranks, [str(r) for r in ranks])
@@ -71,7 +75,7 @@ def main():
     parser.add_argument("--out", default=DOCS / PNG)
     add_file_arguments(parser)
     args = parser.parse_args()
-    draw(fit_files(args), args.out)
+    draw(fit_files(args), fit_quiet_files(args).fitted, args.out)
     print(f"wrote {args.out}")
 
 

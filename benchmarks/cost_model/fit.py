@@ -7,18 +7,20 @@ sweep; every other configuration is left for the check.
 * inter (the emulated link at the rate it was shaped to): the sweep on 2 hosts x 1 rank, with
   intra already fitted (it prices the negotiation's messages).
 
-The memory-copy cost that fusion's packing pays is measured directly (memcpy.py), not fitted.
+The memory-copy cost that fusion's packing pays is measured directly (memcpy.py: the fastest
+of repeated 128 MiB copies), not fitted.
 
 The model is affine in the alpha and beta of one link, so its own functions give the columns of
 the least-squares problem: nothing of the formulas is restated here.
 """
+import argparse
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
 import alpha_beta as ab
-from measurements import COPY, HOSTS, RESNET50_TENSOR_BYTES, SHM, Layout, copy_cost, load
+from measurements import COPY, HOSTS, QUIET_SHM, RESNET50_TENSOR_BYTES, SHM, Layout, copy_cost, load
 from mpirep._settings_table import SETTINGS
 
 DEFAULTS = {s.name: s.default for s in SETTINGS}
@@ -112,6 +114,8 @@ def add_file_arguments(parser):
     parser.add_argument("--shm", default=SHM, help="shared-memory measurements (measure.py shm)")
     parser.add_argument("--hosts", default=HOSTS, help="emulated-host measurements (measure.py hosts)")
     parser.add_argument("--copy", default=COPY, help="the memory-copy cost (memcpy.py)")
+    parser.add_argument("--quiet-shm", default=QUIET_SHM,
+                        help="shared-memory figures from a quiet run, for the projections")
 
 
 def fit_files(args):
@@ -121,3 +125,8 @@ def fit_files(args):
     host_meta, host_points = load(hosts_path)
     fitted = fit(shm_points, host_points, shm_meta["cores"], host_meta["rate"], copy_cost(copy_path))
     return Measured(shm_meta, shm_points, host_meta, host_points, fitted)
+
+
+def fit_quiet_files(args):
+    """fit_files with the quiet shared-memory figures in place of --shm's."""
+    return fit_files(argparse.Namespace(**{**vars(args), "shm": args.quiet_shm}))

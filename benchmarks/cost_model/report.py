@@ -2,13 +2,13 @@
 parameters, the check, the projection to 512 ranks, Horovod's published figures) and redraw
 docs/benchmarks-cost-model.png. The section is replaced in place; the rest of the file is kept.
 
-    python benchmarks/cost_model/report.py [--shm FILE] [--hosts FILE] [--copy FILE]
+    python benchmarks/cost_model/report.py [--shm FILE] [--hosts FILE] [--copy FILE] [--quiet-shm FILE]
 """
 import argparse
 
 from check import check_lines, conditions, fitted_lines
 from draw import DOCS, PNG, draw
-from fit import DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_files
+from fit import DEFAULT_FUSION_THRESHOLD, INTRA_FIT, add_file_arguments, fit_files, fit_quiet_files
 from scale_table import allreduce_table, efficiency_table, published_table
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
@@ -47,7 +47,23 @@ Everything else is a prediction. For other link rates the inter-host alpha and t
 software cost (fitted beta minus the wire's 8/rate) are kept and the wire's rate changed."""
 
 
-def section(measured):
+def quiet_check(quiet):
+    """The shared-memory check again, on the figures of a quiet benchmark run."""
+    source = quiet.shm_meta["source"]
+    check, failures = check_lines(quiet.shm_points, quiet.fitted, 0.25)
+    intra = quiet.fitted.intra
+    return ["### Check on a quiet machine", "",
+            f"The same fit and check on shared memory, on figures measured when the machine was "
+            f"quiet: {source}. Refitted on {INTRA_FIT}: alpha {intra.alpha * 1e6:.1f} us, beta "
+            f"{intra.beta * 1e9:.3f} ns per byte ({1e-9 / intra.beta:.2f} GB/s). "
+            f"{len(check) - 2 - len(failures)} of {len(check) - 2} predictions within 25%.", "",
+            *check, "",
+            "The projections below use this quiet fit for shared memory (and the inter-host link "
+            "fitted with it); the fit to this session's loaded measurements above prices the "
+            "scheduler as much as the ring.", ""]
+
+
+def section(measured, quiet):
     shm_meta, host_meta, fitted = measured.shm_meta, measured.host_meta, measured.fitted
     shm_points, host_points = measured.shm_points, measured.host_points
     check, failures = check_lines(shm_points + host_points, fitted, 0.25)
@@ -71,9 +87,10 @@ def section(measured):
            "average as the job began (median over the passes); 2 cores. Error = predicted / "
            f"measured - 1. {verdict}", "",
            *check, "",
+           *quiet_check(quiet),
            f"![model projection and check]({PNG})", "",
            "### Projected to 512 ranks", "",
-           f"The fitted software costs over 25 and 100 Gbit/s links, one core per rank. The "
+           f"The quiet fit's software costs over 25 and 100 Gbit/s links, one core per rank. The "
            f"{resnet.name} step computes for {resnet.compute_seconds * 1e3:.0f} ms: 64 images at the "
            f"{resnet.p100_images_per_second:g} images/s TensorFlow published for one Tesla P100 "
            "(DGX-1, synthetic data, batch 64, May 2017; [TensorFlow "
@@ -81,9 +98,9 @@ def section(measured):
     for per_host in (4, 8):
         out += [f"Allreduce of the {resnet.name} gradients ({resnet.gradient_bytes / 2**20:.1f} MiB, "
                 f"fusion threshold {human_bytes(DEFAULT_FUSION_THRESHOLD)}), {per_host} ranks per host:", "",
-                *allreduce_table(fitted, per_host, resnet, DEFAULT_FUSION_THRESHOLD), "",
+                *allreduce_table(quiet.fitted, per_host, resnet, DEFAULT_FUSION_THRESHOLD), "",
                 f"Scaling efficiency of the {resnet.name} step, {per_host} ranks per host:", "",
-                *efficiency_table(fitted, per_host, resnet, DEFAULT_FUSION_THRESHOLD), ""]
+                *efficiency_table(quiet.fitted, per_host, resnet, DEFAULT_FUSION_THRESHOLD), ""]
     out += ["### Beside Horovod's published scaling", "",
             "[Horovod's benchmarks page](https://github.com/horovod/horovod/blob/master/docs/benchmarks.rst) "
             "reports, for 128 servers with 4 Pascal GPUs each on a RoCE-capable 25 Gbit/s network "
@@ -94,10 +111,10 @@ def section(measured):
             "model's Keras parameter count and the P100 compute time from the same TensorFlow table; "
             "Horovod reduced on the GPUs with NCCL.", "",
             f"At mpirep's default fusion threshold ({human_bytes(DEFAULT_FUSION_THRESHOLD)}):", "",
-            *published_table(fitted, DEFAULT_FUSION_THRESHOLD), "",
+            *published_table(quiet.fitted, DEFAULT_FUSION_THRESHOLD), "",
             f"With a fusion threshold of {human_bytes(LARGE_FUSION)} (fewer buffers, so fewer "
             "per-message costs on a long ring and fewer negotiation rounds):", "",
-            *published_table(fitted, LARGE_FUSION), "",
+            *published_table(quiet.fitted, LARGE_FUSION), "",
             "### Redrawing", "",
             "```bash",
             "python benchmarks/cost_model/measure.py shm --out benchmarks/cost_model/measurements/shm.json",
@@ -128,9 +145,10 @@ def main():
     add_file_arguments(parser)
     args = parser.parse_args()
     measured = fit_files(args)
+    quiet = fit_quiet_files(args)
     path = DOCS / "benchmarks.md"
-    path.write_text(replace_section(path.read_text(), section(measured)))
-    draw(measured, DOCS / PNG)
+    path.write_text(replace_section(path.read_text(), section(measured, quiet)))
+    draw(measured, quiet.fitted, DOCS / PNG)
     print(f"wrote {path} and {DOCS / PNG}")
 
 

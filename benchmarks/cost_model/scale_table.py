@@ -1,6 +1,7 @@
 """The model projected to 512 ranks: N hosts x k ranks per host over 25 Gbit/s and 100 Gbit/s
-inter-host links, with the software costs fitted here (fit.py; Fitted.inter_at keeps the
-fitted per-message and per-byte software cost and changes only the wire's rate). Prints
+inter-host links, with the software costs fitted here to the quiet shared-memory figures and
+the emulated link (fit.py; Fitted.inter_at keeps the fitted per-message and per-byte software
+cost and changes only the wire's rate). Prints
 Markdown tables: the allreduce time of a ResNet-50 gradient set, the scaling efficiency of a
 training step with and without overlap and hierarchical allreduce, and the model beside the
 efficiencies Horovod published for 512 GPUs.
@@ -10,7 +11,7 @@ efficiencies Horovod published for 512 GPUs.
 import argparse
 
 import alpha_beta as ab
-from fit import DEFAULT_CHUNK_BYTES, DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_files
+from fit import DEFAULT_CHUNK_BYTES, DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_quiet_files
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
 
@@ -83,7 +84,7 @@ def main():
                         help="bytes per fused buffer (default: mpirep's default)")
     add_file_arguments(parser)
     args = parser.parse_args()
-    fitted = fit_files(args).fitted
+    fitted = fit_quiet_files(args).fitted
     resnet, threshold = WORKLOADS[0], args.fusion_threshold
     fusion = f"fusion threshold {human_bytes(threshold)}"
     for per_host in args.per_host or [4, 8]:
