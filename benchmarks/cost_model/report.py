@@ -34,7 +34,8 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
   2(p-1) alpha_intra, plus one round trip over the slowest link, 2 alpha. A blocking allreduce
   is a round and a collective; a set of gradients is packed into buffers as the fusion planner
   packs them (in order, up to the fusion threshold; a tensor of chunk_bytes x p or more alone),
-  each buffer a round and a collective.
+  each buffer a round and a collective, a buffer of several tensors also two copies of its
+  bytes (packing, unpacking) at the memory-copy cost `memcpy.py` measures.
 * A training step: compute + exposed communication. Without overlap all communication is
   exposed; with overlap it runs during the backward pass (taken as
   {BACKWARD_FRACTION:.2f} of the compute), so only what exceeds it is exposed, and never less
@@ -51,16 +52,18 @@ def quiet_check(quiet):
     """The shared-memory check again, on the figures of a quiet benchmark run."""
     source = quiet.shm_meta["source"]
     check, failures = check_lines(quiet.shm_points, quiet.fitted, 0.25)
-    intra = quiet.fitted.intra
+    intra, inter = quiet.fitted.intra, quiet.fitted.inter
     return ["### Check on a quiet machine", "",
             f"The same fit and check on shared memory, on figures measured when the machine was "
             f"quiet: {source}. Refitted on {INTRA_FIT}: alpha {intra.alpha * 1e6:.1f} us, beta "
-            f"{intra.beta * 1e9:.3f} ns per byte ({1e-9 / intra.beta:.2f} GB/s). "
+            f"{intra.beta * 1e9:.3f} ns per byte ({1e-9 / intra.beta:.2f} GB/s); with it, the "
+            f"emulated link refits to alpha {inter.alpha * 1e6:.1f} us, beta {inter.beta * 1e9:.3f} ns "
+            f"per byte. "
             f"{len(check) - 2 - len(failures)} of {len(check) - 2} predictions within 25%.", "",
             *check, "",
-            "The projections below use this quiet fit for shared memory (and the inter-host link "
-            "fitted with it); the fit to this session's loaded measurements above prices the "
-            "scheduler as much as the ring.", ""]
+            "The projections below use this quiet fit (shared memory, and the emulated link refitted "
+            "with it); the fit to the loaded measurements above prices the scheduler as much as "
+            "the ring.", ""]
 
 
 def section(measured, quiet):
@@ -108,16 +111,22 @@ def section(measured, quiet):
             "and ResNet-101 and 68% for VGG-16. ResNet-101 has no single-P100 rate in the TensorFlow "
             "table, so it is not modelled. The model below is mpirep's (CPU reduction, negotiation "
             "through rank 0, this machine's software costs) at 128 x 4 over 25 Gbit/s, with each "
-            "model's Keras parameter count and the P100 compute time from the same TensorFlow table; "
-            "Horovod reduced on the GPUs with NCCL.", "",
+            "model's Keras gradient tensors and the P100 compute time from the same TensorFlow "
+            "table; Horovod reduced on the GPUs with NCCL.", "",
             f"At mpirep's default fusion threshold ({human_bytes(DEFAULT_FUSION_THRESHOLD)}):", "",
             *published_table(quiet.fitted, DEFAULT_FUSION_THRESHOLD), "",
             f"With a fusion threshold of {human_bytes(LARGE_FUSION)} (fewer buffers, so fewer "
             "per-message costs on a long ring and fewer negotiation rounds):", "",
             *published_table(quiet.fitted, LARGE_FUSION), "",
+            "What the model says: at a few hundred ranks mpirep at its defaults is bound by "
+            "per-message costs, not bandwidth: each fused buffer pays 2(p-1) of them on a flat "
+            "ring and its negotiation round 2(p-1) more at rank 0, and a 2 MiB threshold makes "
+            "dozens of buffers a step. Hierarchical allreduce cuts the ring's share to "
+            "2(k-1) + 2(N-1); a larger fusion threshold cuts the number of buffers.", "",
             "### Redrawing", "",
             "```bash",
             "python benchmarks/cost_model/measure.py shm --out benchmarks/cost_model/measurements/shm.json",
+            "python benchmarks/cost_model/memcpy.py --out benchmarks/cost_model/measurements/copy.json",
             "dev/cluster/hosts-up 2 && dev/cluster/shape 1gbit",
             "python benchmarks/cost_model/measure.py hosts --rate 1gbit \\",
             "    --out benchmarks/cost_model/measurements/hosts-1gbit.json",
