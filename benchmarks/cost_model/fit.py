@@ -77,10 +77,12 @@ class Fitted:
     copy: float           # seconds per byte of a memory copy (measured)
 
     def inter_at(self, rate):
-        """The inter-host link at another rate (bits per second): the same per-message cost and
-        the same per-byte software cost, on a wire that moves 8 bits per byte at `rate`."""
-        software = self.inter.beta - 8 / self.inter_rate
-        return ab.Link(self.inter.alpha, max(0.0, software) + 8 / rate)
+        """A projected inter-host link of `rate` bits per second: mpirep's software costs per
+        message and per byte, as shared memory (pure software) measures them, plus a wire that
+        moves 8 bits per byte at `rate`. The emulated link's own fit is not used: on this
+        shared machine its alpha is mostly the scheduler's delay in waking the ranks of the
+        namespaces, which a real host does not pay."""
+        return ab.Link(self.intra.alpha, self.intra.beta + 8 / rate)
 
     def predict(self, point):
         return predict(point, self.intra, self.inter, self.machine_cores, self.copy)

@@ -44,8 +44,10 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
 Fitting: least squares of the relative error over the sizes of one allreduce sweep per link:
 shared memory on 1 host x 2 ranks (the one layout with no more ranks than cores), the emulated
 link on 2 hosts x 1 rank (`dev/cluster/shape`, no added delay: this kernel has no netem).
-Everything else is a prediction. For other link rates the inter-host alpha and the per-byte
-software cost (fitted beta minus the wire's 8/rate) are kept and the wire's rate changed."""
+Everything else is a prediction. The projections put mpirep's software costs, as the quiet
+shared-memory fit measures them (alpha per message, beta per byte), on a wire of 25 or
+100 Gbit/s (8/rate per byte, no wire latency added); the emulated link's alpha, fitted on this
+shared machine, is mostly the scheduler's delay in waking ranks and is not carried over."""
 
 
 def quiet_check(quiet):
@@ -61,9 +63,8 @@ def quiet_check(quiet):
             f"per byte. "
             f"{len(check) - 2 - len(failures)} of {len(check) - 2} predictions within 25%.", "",
             *check, "",
-            "The projections below use this quiet fit (shared memory, and the emulated link refitted "
-            "with it); the fit to the loaded measurements above prices the scheduler as much as "
-            "the ring.", ""]
+            "The projections below use this quiet fit; the fit to the loaded measurements above "
+            "prices the scheduler as much as the ring.", ""]
 
 
 def section(measured, quiet):

@@ -1,7 +1,6 @@
 """The model projected to 512 ranks: N hosts x k ranks per host over 25 Gbit/s and 100 Gbit/s
-inter-host links, with the software costs fitted here to the quiet shared-memory figures and
-the emulated link (fit.py; Fitted.inter_at keeps the fitted per-message and per-byte software
-cost and changes only the wire's rate). Prints
+inter-host links, with mpirep's software costs fitted here to the quiet shared-memory figures
+(fit.py, Fitted.inter_at: those costs per message and per byte, plus the wire's 8/rate). Prints
 Markdown tables: the allreduce time of a ResNet-50 gradient set, the scaling efficiency of a
 training step with and without overlap and hierarchical allreduce, and the model beside the
 efficiencies Horovod published for 512 GPUs.
