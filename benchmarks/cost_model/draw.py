@@ -16,8 +16,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fit import add_file_arguments, fit_files, fit_quiet_files  # noqa: E402
+from fit import DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_files, fit_quiet_files  # noqa: E402
 from scale_table import MODES, RATES, efficiency, host_counts  # noqa: E402
+from units import human_bytes  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -42,7 +43,8 @@ def draw(measured, projection, out):
     left.set_ylim(0, 1.02)
     left.set_xlabel(f"ranks ({PER_HOST} per host)")
     left.set_ylabel("scaling efficiency")
-    left.set_title(f"model: {resnet.name} step, {resnet.compute_seconds * 1e3:.0f} ms compute")
+    left.set_title(f"model (quiet fit): {resnet.name} step, {resnet.compute_seconds * 1e3:.0f} ms compute, "
+                   f"fusion {human_bytes(DEFAULT_FUSION_THRESHOLD)}", fontsize=10)
     left.grid(True, alpha=0.3)
     left.legend(fontsize=8)
 
@@ -62,7 +64,8 @@ def draw(measured, projection, out):
     right.set_yscale("log")
     right.set_xlabel("measured ms")
     right.set_ylabel("predicted ms")
-    right.set_title(f"check: shared memory and 2 hosts over {measured.host_meta['rate']}")
+    right.set_title(f"check (loaded machine): shared memory and 2 hosts over {measured.host_meta['rate']}",
+                    fontsize=10)
     right.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=8)
     fig.tight_layout()

@@ -78,7 +78,7 @@ def main():
                    OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo")
     started = {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "load_average": load_average()}
-    runs = []
+    runs, failed = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for pass_ in range(args.passes):
             for layout in layouts:
@@ -87,18 +87,23 @@ def main():
                     cmd = command(kind, layout, path, args)
                     load = wait_for_quiet(args.quiet_load, args.max_wait)
                     print(f"+ [load {load:.1f}]", " ".join(cmd), flush=True)
-                    subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+                    code = subprocess.run(cmd, env=env, cwd=ROOT).returncode
                     hosts, per_host, hier = layout
-                    runs.append({"kind": kind, "hosts": hosts, "per_host": per_host, "hierarchical": hier,
-                                 "pass": pass_, "load_average": load, "result": json.loads(path.read_text())})
+                    job = {"kind": kind, "hosts": hosts, "per_host": per_host, "hierarchical": hier,
+                           "pass": pass_, "load_average": load}
+                    if code != 0:  # recorded, and the other jobs go on
+                        print(f"job failed with exit status {code}", flush=True)
+                        failed.append({**job, "exit": code})
+                        continue
+                    runs.append({**job, "result": json.loads(path.read_text())})
     result = {"where": args.where, "rate": args.rate, "cores": os.cpu_count(), "passes": args.passes,
               "started": started,
               "ended": {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                         "load_average": load_average()},
-              "runs": runs}
+              "runs": runs, "failed": failed}
     Path(args.out).write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.out}: {len(runs)} runs, load average {started['load_average']:.1f} -> "
-          f"{result['ended']['load_average']:.1f}")
+    print(f"wrote {args.out}: {len(runs)} runs, {len(failed)} failed, load average "
+          f"{started['load_average']:.1f} -> {result['ended']['load_average']:.1f}")
 
 
 if __name__ == "__main__":
