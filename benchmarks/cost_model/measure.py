@@ -14,7 +14,6 @@ it records the load average each job started at.
         --out benchmarks/cost_model/measurements/hosts-1gbit.json
 """
 import argparse
-import datetime
 import json
 import os
 import subprocess
@@ -22,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from measurements import moment
 
 BENCHMARKS = Path(__file__).resolve().parent.parent
 ROOT = BENCHMARKS.parent
@@ -76,8 +77,7 @@ def main():
     if args.where == "shm":
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                    OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo")
-    started = {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "load_average": load_average()}
+    started = moment()
     runs, failed = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for pass_ in range(args.passes):
@@ -96,14 +96,12 @@ def main():
                         failed.append({**job, "exit": code})
                         continue
                     runs.append({**job, "result": json.loads(path.read_text())})
-    result = {"where": args.where, "rate": args.rate, "cores": os.cpu_count(), "passes": args.passes,
-              "started": started,
-              "ended": {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        "load_average": load_average()},
-              "runs": runs, "failed": failed}
-    Path(args.out).write_text(json.dumps(result, indent=1))
+    ended = moment()
+    Path(args.out).write_text(json.dumps(
+        {"where": args.where, "rate": args.rate, "cores": os.cpu_count(), "passes": args.passes,
+         "started": started, "ended": ended, "runs": runs, "failed": failed}, indent=1))
     print(f"wrote {args.out}: {len(runs)} runs, {len(failed)} failed, load average "
-          f"{started['load_average']:.1f} -> {result['ended']['load_average']:.1f}")
+          f"{started['load_average']:.1f} -> {ended['load_average']:.1f}")
 
 
 if __name__ == "__main__":

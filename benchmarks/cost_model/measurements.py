@@ -1,7 +1,9 @@
 """The measurements measure.py writes, reduced to one time per configuration and size: the
 median over the passes of mpirep's time (each pass's time is already a median over repeats)."""
+import datetime
 import json
 import math
+import os
 import statistics
 import sys
 from dataclasses import dataclass
@@ -38,6 +40,12 @@ class Point:
     seconds: float  # median over passes
     fusion_threshold: int | None  # the setting the run used, None for the default
     load_average: float  # median over the passes of the 1-minute load average as each job began
+
+
+def moment():
+    """When, and how busy the machine was: the time (UTC) and the 1-minute load average."""
+    return {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "load_average": os.getloadavg()[0]}
 
 
 def copy_cost(path=COPY):

@@ -8,14 +8,14 @@ Writes it to a JSON file.
     python benchmarks/cost_model/memcpy.py --out benchmarks/cost_model/measurements/copy.json
 """
 import argparse
-import datetime
 import json
-import os
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+
+from measurements import moment
 
 NBYTES = 128 << 20
 
@@ -37,8 +37,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=60)
     args = parser.parse_args()
     fastest, median = seconds_per_byte(args.repeats)
-    result = {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "load_average": os.getloadavg()[0], "bytes": NBYTES, "repeats": args.repeats,
+    result = {**moment(), "bytes": NBYTES, "repeats": args.repeats,
               "seconds_per_byte": fastest, "median_seconds_per_byte": median}
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(f"copy: {1e-9 / fastest:.2f} GB/s (median {1e-9 / median:.2f}) at load average "
