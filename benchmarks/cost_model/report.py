@@ -43,7 +43,8 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
 
 Fitting: least squares of the relative error over the sizes of one allreduce sweep per link:
 shared memory on 1 host x 2 ranks (the one layout with no more ranks than cores), the emulated
-link on 2 hosts x 1 rank (`dev/cluster/shape`, no added delay: this kernel has no netem).
+link on 2 hosts x 1 rank (`dev/cluster/shape`, no added delay: this kernel has no netem; the
+emulated hosts share this machine's 2 cores, so the model gives each host 1).
 Everything else is a prediction. The projections put mpirep's software costs, as the quiet
 shared-memory fit measures them (alpha per message, beta per byte), on a wire of 25 or
 100 Gbit/s (8/rate per byte, no wire latency added); the emulated link's alpha, fitted on this
