@@ -173,6 +173,11 @@ class CollectiveOp : public AsyncOpKernel {
                             "mpirep does not support this dtype"));
   }
 
+  // Submitting only checks and enqueues, and never blocks. Marked cheap, the kernel runs in the
+  // thread that produced its input, the moment it exists; TensorFlow would otherwise queue it
+  // for a pool thread, where it can wait behind the rest of backprop.
+  bool IsExpensive() override { return false; }
+
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
     const mpirep_api* api = g_api.load();
     OP_REQUIRES_ASYNC(context, api != nullptr && api->is_initialized(),
