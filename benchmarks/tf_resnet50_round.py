@@ -9,8 +9,6 @@ op per gradient in backprop order (last layer first), as DistributedOptimizer is
 before any is awaited. Both sum the same exact-valued floats and must agree bit for bit. The
 ratio says what the TensorFlow layer adds to the core's round.
 """
-import math
-
 import numpy as np
 import tensorflow as tf
 from mpi4py import MPI
@@ -18,18 +16,14 @@ from mpi4py import MPI
 import mpirep
 import mpirep.tensorflow as hvd
 from common import exact_floats, median_times, parse_args, print_table, start, write_json
-from resnet50_shapes import SHAPES
-
-TOTAL = sum(math.prod(s) for s in SHAPES)
+from resnet50_shapes import SHAPES, TOTAL, split
 
 
 def main():
     args = parse_args(__doc__, lambda p: p.add_argument("--repeats", type=int, default=15))
     comm = MPI.COMM_WORLD.Dup()
     config = start(args)
-    flat = exact_floats(comm.rank, TOTAL)
-    offsets = np.cumsum([0] + [math.prod(s) for s in SHAPES])
-    arrays = [flat[a:b].reshape(s) for a, b, s in zip(offsets[:-1], offsets[1:], SHAPES)]
+    arrays = split(exact_floats(comm.rank, TOTAL))
     order = list(reversed(range(len(arrays))))
     tensors = [tf.constant(a) for a in arrays]
 
