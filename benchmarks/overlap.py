@@ -77,8 +77,8 @@ def idle_wait(comm):
         time.sleep(0.001)
 
 
-def spread(values):
-    return f"{min(values):.3g}-{max(values):.3g}"
+def spread(values, digits):
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
 
 
 def main():
@@ -149,14 +149,14 @@ def main():
     print(f"overlap, {args.model}: {len(grads)} gradients, {params * 4 / 2**20:.1f} MiB, "
           f"{image} px, batch {batch} per rank, {hvd.size()} ranks, 1 intra-op thread; "
           f"{args.rounds} rounds of {args.steps} steps per measure")
-    print(f"{'measure':10}{'median ms/step':>16}{'min-max':>16}")
+    print(f"{'measure':10}{'median ms/step':>16}{'min-max':>20}")
     for name, values in per_step.items():
         print(f"{name:10}{statistics.median(values) * 1e3:16.1f}"
-              f"{spread([v * 1e3 for v in values]):>16}")
+              f"{spread([v * 1e3 for v in values], 1):>20}")
     print(f"overlap = (alone + comm - dist) / min(alone, comm): median "
-          f"{statistics.median(ratios):.2f}, rounds {spread(ratios)}")
+          f"{statistics.median(ratios):.2f}, rounds {spread(ratios, 2)}")
     print(f"bound   = (alone - forward) / min(alone, comm):     median "
-          f"{statistics.median(bounds):.2f}, rounds {spread(bounds)}")
+          f"{statistics.median(bounds):.2f}, rounds {spread(bounds, 2)}")
 
 
 if __name__ == "__main__":
