@@ -106,7 +106,7 @@ def _dtype_code(dtype):
 
 
 def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=(),
-            process_set=0, group_size=0, new_set_ranks=(), removed_set=0):
+            process_set=0, group_size=0, new_set_ranks=(), removed_set=0, group=""):
     session._require_init()
     array = np.asarray(x)
     dtype_code = _dtype_code(array.dtype)
@@ -117,7 +117,7 @@ def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=
     handle_native = native.submit(  # positional: keyword parsing costs microseconds here
         native.COLLECTIVES[collective], name, dtype_code, array.reshape(-1).view(np.uint8),
         array.shape, native.REDUCE_OPS[op], int(root_rank), float(prescale), float(postscale),
-        splits, int(process_set), group_size, new_set_ranks, removed_set,
+        splits, int(process_set), group_size, new_set_ranks, removed_set, group,
     )
     return array.dtype, name, handle_native
 
@@ -172,7 +172,7 @@ def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postsca
     different lengths all get a MismatchError."""
     base = _auto_name("grouped_allreduce", name, process_set)
     handles = [group_member_allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor,
-                                            process_set, len(xs))
+                                            process_set, len(xs), base)
                for i, x in enumerate(xs)]
     group = Handle(_GroupNative(handles), lambda native: [synchronize(h) for h in native.handles], base)
     _track(group)
@@ -180,12 +180,12 @@ def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postsca
 
 
 def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor, process_set,
-                                 group_size):
-    """One allreduce of a group of ``group_size`` (the core checks that every rank's group has
-    that many members)."""
+                                 group_size, group):
+    """One allreduce of the group named ``group``, of ``group_size`` members (the core checks
+    that every rank's group has that many; if not, every member fails on every rank)."""
     return _async("allreduce", x, name, op=_op_name(op if op is not None else "Average"),
                   prescale=prescale_factor, postscale=postscale_factor, process_set=process_set,
-                  group_size=group_size)
+                  group_size=group_size, group=group)
 
 
 class _GroupNative:

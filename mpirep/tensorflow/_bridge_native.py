@@ -29,21 +29,22 @@ def load():
 
 
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
-        splits=None, process_set=0, group_size=0):
+        splits=None, process_set=0, group_size=0, group=""):
     """One collective; returns (output, received_splits). ``group_size``: the number of tensors
-    of its group, which every rank must agree on (0: not in a group)."""
+    of its group named ``group``, which every rank must agree on (0: not in a group)."""
     eager = tf.executing_eagerly()
     if eager:
         # TensorFlow's fast path for eager ops takes only EagerTensors as inputs; anything
         # else sends the call through a slower fallback.
         name = tf.constant(name)
+        group = tf.constant(group)
         splits = _no_splits() if splits is None else tf.cast(splits, tf.int64)
     else:
         splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
     output, received = _ops.mpirep_collective(
-        tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
-        root_rank=root_rank, prescale=prescale, postscale=postscale, process_set=process_set,
-        group_size=group_size)
+        tensor, name, splits, group, collective=core().COLLECTIVES[collective],
+        reduce_op=reduce_op, root_rank=root_rank, prescale=prescale, postscale=postscale,
+        process_set=process_set, group_size=group_size)
     if not eager:
         _graph_order.run_independently(output.op)
     return output, received
@@ -64,7 +65,7 @@ def run_group(collective, tensors, names, **kwargs):
     """Several collectives of one kind, submitted together, as Horovod's groups are: in a
     graph none starts before every input exists, so they reach the core at once and fuse."""
     def submit():
-        return [run(collective, t, n, group_size=len(tensors), **kwargs)[0]
+        return [run(collective, t, n, group_size=len(tensors), group=names[0], **kwargs)[0]
                 for t, n in zip(tensors, names)]
 
     if len(tensors) < 2 or tf.executing_eagerly():

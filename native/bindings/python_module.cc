@@ -123,7 +123,8 @@ class Handle {
 Handle Submit(int collective, const std::string& name, int dtype, py::buffer input,
               std::vector<int64_t> shape, int reduce_op, int root_rank, double prescale,
               double postscale, std::vector<int64_t> splits, int process_set, int group_size,
-              std::vector<int64_t> new_set_ranks, int removed_set) {
+              std::vector<int64_t> new_set_ranks, int removed_set,
+              const std::string& group) {
   py::buffer_info info = input.request();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
@@ -145,6 +146,7 @@ Handle Submit(int collective, const std::string& name, int dtype, py::buffer inp
   desc.n_new_set_ranks = static_cast<int>(new_set_ranks.size());
   desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
   desc.removed_set = removed_set;
+  desc.group = group.c_str();
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
   const int status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
@@ -168,6 +170,27 @@ void Start(int fortran_comm, const std::map<std::string, std::string>& settings)
     py::gil_scoped_release release;
     status = Api().start(fortran_comm, static_cast<int>(names.size()), names.data(), values.data(), error,
                          sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
+}
+
+// Both wait for the background thread to finish recording what it is recording.
+void StartTimeline(const std::string& path, bool mark_cycles) {
+  char error[1024] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().start_timeline(path.c_str(), mark_cycles ? 1 : 0, error, sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
+}
+
+void StopTimeline() {
+  char error[1024] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().stop_timeline(error, sizeof error);
   }
   if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
 }
@@ -242,6 +265,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("reason") = "");
   m.def("is_initialized", [] { return Api().is_initialized() != 0; });
   m.def("topology", &Topology);
+  m.def("start_timeline", &StartTimeline, py::arg("path"), py::arg("mark_cycles"));
+  m.def("stop_timeline", &StopTimeline);
   m.def("process_set_ranks", &ProcessSetRanks);
   m.def("api_table_address", [] { return reinterpret_cast<uintptr_t>(&Api()); });
 
@@ -255,5 +280,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
         py::arg("shape"), py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
-        py::arg("new_set_ranks"), py::arg("removed_set"));
+        py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"));
 }

@@ -20,6 +20,7 @@ std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t thr
       Response& batch = batches[it->second];
       batch.names.insert(batch.names.end(), r.names.begin(), r.names.end());
       batch.shapes.insert(batch.shapes.end(), r.shapes.begin(), r.shapes.end());
+      batch.last_arrivals.insert(batch.last_arrivals.end(), r.last_arrivals.begin(), r.last_arrivals.end());
       batch.bytes += r.bytes;
       continue;
     }

@@ -47,6 +47,8 @@ constexpr int64_t kCoordinatorIdleMicros = 2000;
 // computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
 // always ends it. MPI_Finalize would otherwise wait for that rank forever.
 constexpr auto kFailedRankGrace = std::chrono::seconds(5);
+// Horovod's value of the timeline setting that records nothing until start_timeline().
+constexpr char kTimelineStartedLater[] = "DYNAMIC";
 // Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
 // for the common case of ranks in step, then sleep.
 Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
@@ -67,6 +69,15 @@ std::string ReceiveMessage(MPI_Comm comm, const MPI_Status& status, int tag) {
   return message;
 }
 
+// Rank 0's `text`, on every rank of `comm` (collective).
+std::string BroadcastFromCoordinator(MPI_Comm comm, std::string text) {
+  int bytes = static_cast<int>(text.size());
+  MPI_Bcast(&bytes, 1, MPI_INT, kCoordinator, comm);
+  text.resize(static_cast<size_t>(bytes));
+  MPI_Bcast(text.data(), bytes, MPI_CHAR, kCoordinator, comm);
+  return text;
+}
+
 }  // namespace
 
 Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config) {
@@ -80,6 +91,11 @@ Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config) {
   thread_ = std::thread(&Runtime::ThreadMain, this, comm);
   std::unique_lock<std::mutex> lock(mutex_);
   started_.wait(lock, [this] { return running_; });
+  if (!setup_error_.empty()) {
+    lock.unlock();
+    thread_.join();
+    throw std::runtime_error(setup_error_);
+  }
 }
 
 Runtime::~Runtime() { Shutdown(); }
@@ -104,10 +120,16 @@ void Runtime::Setup(MPI_Comm comm) {
     std::vector<int>& everyone = process_sets_[0];
     for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
   }
+  std::string timeline_error;
   if (topology_.rank == kCoordinator) {
     coordinator_ = std::make_unique<Coordinator>(topology_.size);
-    timeline_ = std::make_unique<Timeline>(config_.timeline);
+    if (!config_.timeline.empty() && config_.timeline != kTimelineStartedLater) {
+      timeline_error = timeline_.Start(config_.timeline, config_.timeline_mark_cycles);
+    }
   }
+  // A timeline rank 0 cannot write fails init on every rank, rather than on rank 0 alone.
+  timeline_error = BroadcastFromCoordinator(control_, timeline_error);
+  if (!timeline_error.empty()) setup_error_ = "rank 0: " + timeline_error;
   last_stall_check_ = Coordinator::Clock::now();
 }
 
@@ -119,9 +141,11 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     running_ = true;
   }
   started_.notify_all();
+  stopped_ = !setup_error_.empty();
   try {
     Backoff backoff = NegotiationBackoff();
     while (!stopped_) {
+      timeline_.BeginRound();
       bool progressed = SubmitQueued();
       if (coordinator_) {
         progressed |= ReceiveRequests();
@@ -132,6 +156,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
       }
       ReapSends(false);
       AbortIfFailedLongAgo();
+      timeline_.EndRound(progressed);
       if (progressed) {
         backoff.Reset();
       } else {
@@ -141,8 +166,10 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[mpirep] rank %d: fatal error in the background thread: %s\n",
                  topology_.rank, e.what());
+    timeline_.Stop();
     MPI_Abort(data_, 1);
   }
+  timeline_.Stop();
   for (auto& [name, op] : submitted_) {
     op.done(Status::Error(StatusCode::SHUT_DOWN, "mpirep was shut down before '" + name + "' ran"), {});
   }
@@ -178,6 +205,18 @@ Status Runtime::Enqueue(Operation op) {
   wake_.notify_one();
   return Status::Ok();
 }
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  if (path.empty()) {
+    return Status::Error(StatusCode::INVALID_ARGUMENT, "rank " + std::to_string(topology_.rank) +
+                                                           ": start_timeline needs a file path");
+  }
+  if (topology_.rank != kCoordinator) return Status::Ok();
+  const std::string error = timeline_.Start(path, mark_cycles);
+  return error.empty() ? Status::Ok() : Status::Error(StatusCode::INVALID_ARGUMENT, "rank 0: " + error);
+}
+
+void Runtime::StopTimeline() { timeline_.Stop(); }
 
 void Runtime::Shutdown(const std::string& reason) {
   {
@@ -343,23 +382,12 @@ void Runtime::Execute(const Response& response) {
     }
   }
   OperationResult result;
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<Status> statuses = executor->second->executor.Run(response, ops, &result);
-  if (timeline_ && timeline_->enabled()) Record(response, ops, start);
+  const bool recording = timeline_.active();
+  const std::vector<Status> statuses =
+      executor->second->executor.Run(response, ops, &result, recording ? &phase_log_ : nullptr);
+  if (recording) timeline_.Executed(response, ops, phase_log_);
   for (size_t i = 0; i < response.names.size(); ++i) {
     Deliver(response.names[i], statuses[i], result);
-  }
-}
-
-void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
-                     std::chrono::steady_clock::time_point start) {
-  const auto end = std::chrono::steady_clock::now();
-  int64_t bytes = 0;
-  for (const Operation* op : ops) bytes += NumElements(op->request.shape) * ElementSize(op->request.dtype);
-  const std::string detail = std::to_string(ops.size()) + " tensor(s), " + std::to_string(bytes) + " bytes";
-  for (const Operation* op : ops) {
-    timeline_->Phase(op->request.name, "NEGOTIATE", op->enqueued_at, start);
-    timeline_->Phase(op->request.name, CollectiveName(response.collective), start, end, detail);
   }
 }
 

@@ -47,6 +47,11 @@ class Runtime {
   // runs later on the background thread. On an error `done` is never called.
   Status Enqueue(Operation op);
 
+  // Thread-safe, while collectives run. Rank 0 starts writing a timeline to `path` (closing the
+  // one it was writing, if any) or stops; the other ranks do nothing.
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  void StopTimeline();
+
   // Collective: returns once every rank has called it. Operations still pending fail. A
   // non-empty `reason` says this rank is leaving because it failed; other ranks' errors
   // quote it, and if they have not all shut down a few seconds later, the job is aborted.
@@ -64,8 +69,6 @@ class Runtime {
   void WarnAboutStalls();
   void AbortIfFailedLongAgo();
   void Execute(const Response& response);
-  void Record(const Response& response, const std::vector<Operation*>& ops,
-              std::chrono::steady_clock::time_point start);
   // Ends the local operation `name`, if this rank submitted it: calls its `done`.
   void Deliver(const std::string& name, const Status& status, const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
@@ -100,7 +103,9 @@ class Runtime {
   };
   std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
-  std::unique_ptr<Timeline> timeline_;        // rank 0 only, when configured
+  Timeline timeline_;    // written on rank 0 only
+  PhaseLog phase_log_;   // the executor's phases of the collective that ran last, for timeline_
+  std::string setup_error_;  // why Setup failed, the same on every rank
   std::unordered_map<std::string, Operation> submitted_;
   struct Outgoing {
     MPI_Request request;

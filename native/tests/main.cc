@@ -10,6 +10,7 @@ void RunMessageTests();
 void RunValidationTests();
 void RunExecutorTests();
 void RunSettingsTests();
+void RunTimelineTests();
 
 int main() {
   RunMessageTests();
@@ -19,6 +20,7 @@ int main() {
   RunValidationTests();
   RunRingTests();
   RunExecutorTests();
+  RunTimelineTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;
 }

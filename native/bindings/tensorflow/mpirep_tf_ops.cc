@@ -123,6 +123,7 @@ struct InFlight {
   Tensor abandoned_input;
   std::unique_ptr<char[]> abandoned_output;
   std::string name;
+  std::string group;
   std::vector<int64_t> shape;
   std::vector<int64_t> splits;
   bool returns_splits;
@@ -247,6 +248,7 @@ class CollectiveOp : public AsyncOpKernel {
     for (int i = 0; i < input.dims(); ++i) op->shape.push_back(input.dim_size(i));
     auto splits = context->input(2).flat<int64_t>();
     op->splits.assign(splits.data(), splits.data() + splits.size());
+    op->group = context->input(3).scalar<tensorflow::tstring>()();
     const auto collective = static_cast<mpirep::Collective>(collective_);
     op->returns_splits = collective == mpirep::Collective::ALLTOALL;
     op->may_forward = collective == mpirep::Collective::ALLREDUCE;
@@ -267,6 +269,7 @@ class CollectiveOp : public AsyncOpKernel {
     desc.input = DataOf(input);
     desc.process_set = process_set_;
     desc.group_size = group_size_;
+    desc.group = op->group.c_str();
 
     tensorflow::CancellationManager* cancellation = context->cancellation_manager();
     if (cancellation != nullptr) {
@@ -329,6 +332,7 @@ REGISTER_OP("MpirepCollective")
     .Input("tensor: T")
     .Input("tensor_name: string")
     .Input("splits: int64")
+    .Input("group: string")  // the name of its group ("": not grouped)
     .Output("output: T")
     .Output("received_splits: int64")
     .Attr(mpirep_tf::DtypeAttr())
