@@ -2,7 +2,6 @@
 TensorFlow may rewrite stay in step across ranks, and the core receives a step's gradients in
 backprop order, several at a time, fused."""
 
-import json
 import re
 
 import pytest
@@ -11,6 +10,7 @@ pytest.importorskip("tensorflow")
 
 from keras_versions import keras_cases, keras_env  # noqa: E402
 from mpijob import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
+from trace_events import load, tracks  # noqa: E402
 
 JOBS = REPO / "tests" / "tf" / "jobs"
 # A collective that one rank dropped would leave the others waiting: this turns the wait into
@@ -37,18 +37,11 @@ def test_collectives_stay_in_step_across_ranks_numpy_bridge():
     assert_passed(mpirun(2, [JOBS / "overlap_job.py"], 300, env=env), 2)
 
 
-def read_trace(path):
-    """The trace's events; a file whose writer died may lack its closing bracket."""
-    text = path.read_text().rstrip().rstrip(",")
-    return json.loads(text if text.endswith("]") else text + "]")
-
-
 def steps_from_trace(events):
     """{(loop, step): [(tensor, phase, ts, dur)]}: the gradient events that fall between the
     step's marker and the one before it."""
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M"}
-    spans = [(names[e["tid"]], e["name"], e["ts"], e["dur"]) for e in events
-             if e.get("ph") == "X"]
+    spans = [(tensor, e["name"], e["ts"], e["dur"])
+             for tensor, events_of_tensor in tracks(events).items() for e in events_of_tensor]
     markers = {}
     for tensor, _, ts, dur in spans:
         match = MARKER.match(tensor)
@@ -70,7 +63,7 @@ def test_gradients_reach_the_core_in_backprop_order_and_fused(tmp_path, ranks, k
     job = mpirun(ranks, [JOBS / "backprop_order_job.py", str(STEPS)], 300,
                  env={**keras_env(keras), "MPIREP_TIMELINE": str(trace)})
     assert job.returncode == 0 and "trained" in job.output, job.output[-6000:]
-    steps = steps_from_trace(read_trace(trace))
+    steps = steps_from_trace(load(trace))
     for loop in ("fit", "loop"):
         in_order = fused = 0
         for step in range(2, STEPS):  # the first steps trace and warm up
