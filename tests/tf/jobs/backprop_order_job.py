@@ -12,6 +12,7 @@ import tensorflow as tf
 
 import mpirep
 import mpirep.tensorflow as hvd
+from harness import mse_training_step
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 BATCH = 64
@@ -49,17 +50,7 @@ fitted.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), l
 fitted.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0, callbacks=[Mark()])
 
 looped = model()
-optimizer = keras.optimizers.SGD(0.01)
-
-
-@tf.function
-def step(xb, yb):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(looped(xb, training=True) - yb))
-    tape = hvd.DistributedGradientTape(tape)
-    grads = tape.gradient(loss, looped.trainable_variables)
-    optimizer.apply_gradients(zip(grads, looped.trainable_variables))
-
+step = mse_training_step(hvd, looped, keras.optimizers.SGD(0.01))
 
 for i in range(STEPS):
     step(x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH])
