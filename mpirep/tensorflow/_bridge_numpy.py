@@ -13,6 +13,10 @@ from mpirep import collectives
 from mpirep.errors import MpirepError
 from mpirep.tensorflow._errors import to_tf_error
 
+#: Each call blocks a TensorFlow thread until its collectives are done, so independent calls
+#: in one graph run one after another: callers put what they can into one group.
+holds_a_thread_while_waiting = True
+
 
 def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, splits,
             process_set, group_size=0, group=""):

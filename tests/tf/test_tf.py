@@ -144,8 +144,10 @@ def test_timeline_of_keras_training_started_at_run_time(tmp_path):
     assert job.returncode == 0 and job.output.count("timeline job done") == 2, job.output[-6000:]
     events = trace_events.load(path)
     tracks = trace_events.tracks(events)
-    # Dense(5) and Dense(2): kernels and biases, one gradient each, in every one of the 4 steps
-    sizes = {"gradients.0": 3 * 5, "gradients.1": 5, "gradients.2": 5 * 2, "gradients.3": 2}
+    # Dense(5) and Dense(2): kernels and biases, one gradient each, in every one of the 4 steps;
+    # each gradient is a group of one (named after its index), so its tensor is member 0
+    sizes = {"gradients.0.0": 3 * 5, "gradients.1.0": 5, "gradients.2.0": 5 * 2,
+             "gradients.3.0": 2}
     assert set(tracks) == set(sizes), sorted(tracks)
     for name, spans in tracks.items():
         operations = trace_events.operations(spans)
