@@ -67,8 +67,11 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
   if (RejectLate(request)) return;
   auto set = process_sets_.find(request.process_set);
   if (set == process_sets_.end()) {
-    FailOn({request.rank}, request.name, StatusCode::INVALID_ARGUMENT,
-           "tensor '" + request.name + "': unknown process set " + std::to_string(request.process_set));
+    // A set removed after the request was made: a cached tensor's request, sent late
+    const std::string id = std::to_string(request.process_set);
+    const std::string why = removed_sets_.count(request.process_set) ? "its process set " + id + " was removed"
+                                                                      : "unknown process set " + id;
+    FailOn({request.rank}, request.name, StatusCode::INVALID_ARGUMENT, "tensor '" + request.name + "': " + why);
     return;
   }
   auto [it, inserted] = pending_.try_emplace(request.name);
@@ -206,6 +209,7 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) {
   } else if (ok && c == Collective::JOIN) {
     response.last_joined_rank = last_joined_;
   }
+  response.cacheable = ok && joined.empty() && c != Collective::JOIN && c != Collective::BARRIER;
   return response;
 }
 
@@ -226,6 +230,7 @@ void Coordinator::DecideProcessSetChange(const std::string& name, const Request&
   const int32_t id = request.removed_set;
   if (id == 0) return reject("the process set of all ranks cannot be removed");
   if (process_sets_.erase(id) == 0) return reject("unknown process set " + std::to_string(id));
+  removed_sets_.insert(id);
   response->removed_set = id;
   std::vector<std::string> orphans;
   for (const auto& [other, p] : pending_) {

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -89,6 +90,7 @@ class Coordinator {
   int last_joined_ = -1;
   std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks; 0 is every rank
   int32_t next_process_set_ = 1;
+  std::set<int32_t> removed_sets_;
   std::vector<std::string> departures_;  // per rank: how it left, for error messages
   struct Cancelled {
     std::vector<bool> owed;  // the ranks that were late for it

@@ -21,6 +21,7 @@ std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t thr
       batch.names.insert(batch.names.end(), r.names.begin(), r.names.end());
       batch.shapes.insert(batch.shapes.end(), r.shapes.begin(), r.shapes.end());
       batch.bytes += r.bytes;
+      batch.cacheable = batch.cacheable && r.cacheable;
       continue;
     }
     batches.push_back(r);

@@ -10,11 +10,15 @@ void RunMessageTests();
 void RunValidationTests();
 void RunExecutorTests();
 void RunSettingsTests();
+void RunResponseCacheTests();
+void RunNegotiatorTests();
 
 int main() {
   RunMessageTests();
   RunFusionTests();
   RunCoordinatorTests();
+  RunResponseCacheTests();
+  RunNegotiatorTests();
   RunSettingsTests();
   RunValidationTests();
   RunRingTests();
