@@ -197,6 +197,25 @@ std::vector<int> ProcessSetRanks(int id) {
   return ranks;
 }
 
+// What this rank's negotiation has done (c_api.h), by field name; None when not started.
+py::object NegotiationStats() {
+  mpirep_negotiation_stats s;
+  if (!Api().negotiation_stats(&s)) return py::none();
+  py::dict d;
+  d["rounds"] = s.rounds;
+  d["slow_rounds"] = s.slow_rounds;
+  d["cached_tensors"] = s.cached_tensors;
+  d["requests_sent"] = s.requests_sent;
+  d["requests_received"] = s.requests_received;
+  d["messages_sent"] = s.messages_sent;
+  d["messages_received"] = s.messages_received;
+  d["bytes_sent"] = s.bytes_sent;
+  d["bytes_received"] = s.bytes_received;
+  d["agreement_bytes"] = s.agreement_bytes;
+  d["work_ns"] = s.work_ns;
+  return d;
+}
+
 template <typename Enum>
 py::dict EnumDict(std::initializer_list<std::pair<const char*, Enum>> entries) {
   py::dict d;
@@ -243,6 +262,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("is_initialized", [] { return Api().is_initialized() != 0; });
   m.def("topology", &Topology);
   m.def("process_set_ranks", &ProcessSetRanks);
+  m.def("negotiation_stats", &NegotiationStats);
+  m.def("time_negotiation", [](bool on) { Api().time_negotiation(on ? 1 : 0); }, py::arg("on"));
   m.def("api_table_address", [] { return reinterpret_cast<uintptr_t>(&Api()); });
 
   py::class_<Handle>(m, "Handle")
