@@ -297,6 +297,7 @@ bool Runtime::RunRound() {
     WorkTimer work(timing, &stats_.work_ns);
     cached = negotiator_->Agree(*words, last_round_);
   }
+  PublishStats();  // before the operations end, so that their callers see what ran them
   for (const Response& response : cached) Execute(response);
   const bool slow = negotiator_->SlowPhase() && SlowPhase();
   PublishStats();
