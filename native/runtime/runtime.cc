@@ -4,7 +4,7 @@
 // puts it on queue_ and wakes the background thread. That thread is the only caller of MPI.
 // It negotiates in rounds that every rank takes in lock-step (core/negotiator.h):
 //   1. take everything queued: remember it in submitted_, hand its request to the Negotiator;
-//   2. contribute this rank's words to the round: one MPI_Iallreduce(BAND) of a few bits per
+//   2. contribute this rank's words to the round: the AND of every rank's few bits per
 //      cached tensor on the control communicator, waited for politely;
 //   3. run the cached tensors that every rank has submitted, fused: the steady state, in which
 //      no message goes to rank 0;
@@ -27,6 +27,7 @@
 
 #include "runtime.h"
 
+#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -125,6 +126,8 @@ void Runtime::Setup(MPI_Comm comm) {
     for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
   }
   negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_);
+  control_transport_ = std::make_unique<MpiTransport>(control_);
+  agreement_ = std::make_unique<AndAllreduce>(*control_transport_);
   if (topology_.rank == kCoordinator) timeline_ = std::make_unique<Timeline>(config_.timeline);
   last_round_ = std::chrono::steady_clock::now();
 }
@@ -153,6 +156,7 @@ void Runtime::CheckSettingsAgree() {
 
 void Runtime::ThreadMain(MPI_Comm comm) {
   UseFineTimerSlack();
+  pthread_setname_np(pthread_self(), "mpirep");  // as top, perf and gdb show it
   try {
     Setup(comm);
   } catch (const std::exception& e) {
@@ -201,6 +205,8 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     if (id != 0) MPI_Comm_free(&set->data);
   }
   executors_.clear();
+  agreement_.reset();
+  control_transport_.reset();
   MPI_Comm_free(&control_);
   MPI_Comm_free(&data_);
 }
@@ -280,17 +286,15 @@ bool Runtime::TakeQueued() {
 bool Runtime::RunRound() {
   const bool busy = negotiator_->Busy();
   const bool timing = timing_;
-  MPI_Request request;
   RoundWords* words;
   {
     WorkTimer work(timing, &stats_.work_ns);
     words = &negotiator_->Contribute(std::chrono::steady_clock::now());
     for (const std::string& line : negotiator_->TakeReports()) std::fprintf(stderr, "[mpirep] %s\n", line.c_str());
-    MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()), MPI_UINT64_T, MPI_BAND,
-                   control_, &request);
+    agreement_->Start(words->data(), words->size());
   }
   stats_.agreement_bytes += words->size() * static_cast<int64_t>(sizeof(uint64_t));
-  Await(&request, busy ? NegotiationBackoff() : IdleBackoff());
+  Await([this] { return agreement_->Test(); }, busy ? NegotiationBackoff() : IdleBackoff());
   last_round_ = std::chrono::steady_clock::now();
   std::vector<Response> cached;
   {
@@ -364,9 +368,7 @@ void Runtime::Execute(const Response& response) {
               response.error_ranks.end()) {
         return;
       }
-      for (const std::string& name : response.names) {
-        Deliver(name, Status::Error(response.error_code, response.error));
-      }
+      Deliver(response.names, std::vector<Status>(response.names.size(), Status::Error(response.error_code, response.error)));
       return;
     case Response::Kind::EXECUTE:
       break;
@@ -375,7 +377,7 @@ void Runtime::Execute(const Response& response) {
     ChangeProcessSets(response);
     OperationResult result;
     result.new_process_set = response.new_set_id;
-    Deliver(response.names[0], Status::Ok(), result);
+    Deliver(response.names, {Status::Ok()}, result);
     return;
   }
   auto executor = executors_.find(response.process_set);
@@ -396,9 +398,7 @@ void Runtime::Execute(const Response& response) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Status> statuses = executor->second->executor.Run(response, ops, &result);
   if (timeline_ && timeline_->enabled()) Record(response, ops, start);
-  for (size_t i = 0; i < response.names.size(); ++i) {
-    Deliver(response.names[i], statuses[i], result);
-  }
+  Deliver(response.names, statuses, result);
 }
 
 void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
@@ -443,17 +443,23 @@ std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
   return it == process_sets_.end() ? std::vector<int>{} : it->second;
 }
 
-void Runtime::Deliver(const std::string& name, const Status& status, const OperationResult& result) {
-  auto it = submitted_.find(name);
-  if (it == submitted_.end()) return;  // a stand-in, or a failure announced to all ranks
-  Operation op = std::move(it->second);
-  if (op.request.collective == Collective::JOIN) joined_ = false;
-  submitted_.erase(it);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    in_flight_.erase(name);
+void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
+                      const OperationResult& result) {
+  std::vector<std::pair<Operation, const Status*>> ending;
+  ending.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = submitted_.find(names[i]);
+    if (it == submitted_.end()) continue;  // a stand-in, or a failure announced to all ranks
+    if (it->second.request.collective == Collective::JOIN) joined_ = false;
+    ending.emplace_back(std::move(it->second), &statuses[i]);
+    submitted_.erase(it);
   }
-  op.done(status, result);
+  {
+    // before `done`, which may submit the same name again
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [op, status] : ending) in_flight_.erase(op.request.name);
+  }
+  for (auto& [op, status] : ending) op.done(*status, result);
 }
 
 void Runtime::SendControl(int to, int tag, std::string bytes) {
@@ -484,11 +490,8 @@ std::string Runtime::AwaitControl(int from, int tag) {
   return message;
 }
 
-void Runtime::Await(MPI_Request* request, Backoff backoff) {
-  int done = 0;
-  while (true) {
-    MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (done) return;
+void Runtime::Await(const std::function<bool()>& done, Backoff backoff) {
+  while (!done()) {
     AbortIfFailedLongAgo();
     const int64_t micros = backoff.NextWaitMicros();
     if (micros > 0) Nap(micros);

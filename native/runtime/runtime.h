@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/and_allreduce.h"
 #include "core/backoff.h"
 #include "core/executor.h"
 #include "core/negotiator.h"
@@ -85,11 +87,14 @@ class Runtime {
   void Execute(const Response& response);
   void Record(const Response& response, const std::vector<Operation*>& ops,
               std::chrono::steady_clock::time_point start);
-  // Ends the local operation `name`, if this rank submitted it: calls its `done`.
-  void Deliver(const std::string& name, const Status& status, const OperationResult& result = {});
+  // Ends the local operations among `names` (those this rank submitted), `statuses[i]` being
+  // that of `names[i]`: calls their `done`.
+  void Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
+               const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
   std::string AwaitControl(int from, int tag);
-  void Await(MPI_Request* request, Backoff backoff);
+  // Polls `done` until it returns true.
+  void Await(const std::function<bool()>& done, Backoff backoff);
   // Sleeps for up to `micros`, or until an operation is queued or shutdown is asked for.
   void Nap(int64_t micros);
   void ReapSends(bool block);
@@ -130,6 +135,8 @@ class Runtime {
   };
   std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_
   std::unique_ptr<Negotiator> negotiator_;
+  std::unique_ptr<MpiTransport> control_transport_;  // the agreement's messages, on control_
+  std::unique_ptr<AndAllreduce> agreement_;
   std::unique_ptr<Timeline> timeline_;        // rank 0 only, when configured
   std::unordered_map<std::string, Operation> submitted_;
   std::vector<Operation> taken_;  // queue_'s operations, swapped out
