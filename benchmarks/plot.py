@@ -25,3 +25,22 @@ def plot_sweep(runs, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_coordinator_cost(runs, path):
+    """runs: coordinator_cost.py results, one per rank count."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    nps = [r["np"] for r in runs]
+    for key, style in (("full", "-o"), ("fast", "--s")):
+        ax.plot(nps, [r["per_step"][key]["work_ns"] / 1e3 for r in runs], style,
+                label="full path (cache off)" if key == "full" else "fast path (cache on)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(nps, [str(n) for n in nps])
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("rank 0 negotiation CPU us per step")
+    ax.set_title("16 tiny allreduces per step")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
