@@ -12,7 +12,7 @@ import numpy as np
 
 from mpirep import session
 from mpirep._native import core
-from mpirep.errors import InvalidArgumentError, UnsupportedError
+from mpirep.errors import InvalidArgumentError, MpirepError, UnsupportedError
 
 
 def reduce_op(name):
@@ -88,7 +88,7 @@ def _dtype_code(dtype):
 
 
 def _submit(collective, x, name, op=0, root_rank=0, prescale=1.0, postscale=1.0, splits=None,
-            process_set=0, group_size=0, new_set_ranks=None, removed_set=0):
+            process_set=0, group_size=0, new_set_ranks=None, removed_set=0, group=""):
     """Submits to the core; returns the operation's name and its native handle. `op`: a code."""
     session._require_init()
     array = np.asarray(x)
@@ -99,7 +99,7 @@ def _submit(collective, x, name, op=0, root_rank=0, prescale=1.0, postscale=1.0,
     name = _auto_name(collective, name, process_set)
     handle_native = native.submit(  # positional: keyword parsing costs microseconds here
         native.COLLECTIVES[collective], name, dtype_code, array, op, int(root_rank), float(prescale),
-        float(postscale), splits, int(process_set), group_size, new_set_ranks, removed_set,
+        float(postscale), splits, int(process_set), group_size, new_set_ranks, removed_set, group,
     )
     return name, handle_native
 
@@ -167,17 +167,17 @@ def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postsca
     different lengths all get a MismatchError."""
     base = _auto_name("grouped_allreduce", name, process_set)
     handles = [group_member_allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor,
-                                            process_set, len(xs))
+                                            process_set, len(xs), base)
                for i, x in enumerate(xs)]
     return Handle(_GroupNative(handles), _group_outputs, base)
 
 
 def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor, process_set,
-                                 group_size):
-    """One allreduce of a group of ``group_size`` (the core checks that every rank's group has
-    that many members)."""
+                                 group_size, group):
+    """One allreduce of the group named ``group``, of ``group_size`` members (the core checks
+    that every rank's group has that many; if not, every member fails on every rank)."""
     name, native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
-                           postscale_factor, None, process_set, group_size)
+                           postscale_factor, None, process_set, group_size, None, 0, group)
     return Handle(native, _output, name)
 
 
@@ -192,7 +192,17 @@ class _GroupNative:
 
 
 def _group_outputs(native):
-    return [synchronize(h) for h in native.handles]
+    """Every member's output; if some failed, raises the first error once all have ended, so
+    that the group's names are free again when it raises."""
+    outputs, first_error = [], None
+    for h in native.handles:
+        try:
+            outputs.append(synchronize(h))
+        except MpirepError as error:
+            first_error = first_error or error
+    if first_error is not None:
+        raise first_error
+    return outputs
 
 
 def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):

@@ -26,18 +26,19 @@ def load():
 
 
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
-        splits=None, process_set=0, group_size=0):
+        splits=None, process_set=0, group_size=0, group=""):
     """One collective; returns (output, received_splits). ``group_size``: the number of tensors
-    of its group, which every rank must agree on (0: not in a group)."""
+    of its group named ``group``, which every rank must agree on (0: not in a group)."""
     if tf.executing_eagerly():
         # TensorFlow's fast path for eager ops takes only EagerTensors as inputs; anything
         # else sends the call through a slower fallback.
         name = tf.constant(name)
+        group = tf.constant(group)
         splits = _no_splits() if splits is None else tf.cast(splits, tf.int64)
     else:
         splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
     return _ops.mpirep_collective(
-        tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
+        tensor, name, splits, group, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
         root_rank=root_rank, prescale=prescale, postscale=postscale, process_set=process_set,
         group_size=group_size)
 
@@ -56,5 +57,5 @@ def _no_splits():
 def run_group(collective, tensors, names, **kwargs):
     """Several collectives of one kind. Their kernels run concurrently, so the core negotiates
     and fuses them together."""
-    return [run(collective, t, n, group_size=len(tensors), **kwargs)[0]
+    return [run(collective, t, n, group_size=len(tensors), group=names[0], **kwargs)[0]
             for t, n in zip(tensors, names)]

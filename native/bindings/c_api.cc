@@ -87,6 +87,7 @@ int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done
   if (desc->splits) r.splits.assign(desc->splits, desc->splits + desc->nsplits);
   r.process_set = desc->process_set;
   r.group_size = desc->group_size;
+  r.group = desc->group ? desc->group : "";
   if (desc->new_set_ranks) r.new_set_ranks.assign(desc->new_set_ranks, desc->new_set_ranks + desc->n_new_set_ranks);
   r.removed_set = desc->removed_set;
   op.input = desc->input;

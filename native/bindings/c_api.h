@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 5
+#define MPIREP_API_VERSION 6
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -38,6 +38,8 @@ typedef struct mpirep_op_desc {
   int n_new_set_ranks; /* add_process_set: the ranks of the new set, increasing */
   const int64_t* new_set_ranks;
   int removed_set;   /* remove_process_set: the id of the set to remove */
+  const char* group; /* the name of its group, the same on every rank; NULL or "": none. When ranks'
+                        group sizes differ, every member of the group fails on every rank */
 } mpirep_op_desc;
 
 /* How an enqueued operation ended. Pointers are valid during the `done` call only. */

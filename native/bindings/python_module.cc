@@ -154,7 +154,8 @@ std::vector<int64_t> Int64s(const py::object& sequence) {
 // `new_set_ranks`: sequences of integers, or None.
 Handle Submit(int collective, const std::string& name, int dtype, py::array input, int reduce_op,
               int root_rank, double prescale, double postscale, const py::object& splits_or_none,
-              int process_set, int group_size, const py::object& new_set_ranks_or_none, int removed_set) {
+              int process_set, int group_size, const py::object& new_set_ranks_or_none, int removed_set,
+              const std::string& group) {
   ReleaseFinishedOrphans();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
@@ -179,6 +180,7 @@ Handle Submit(int collective, const std::string& name, int dtype, py::array inpu
   desc.n_new_set_ranks = static_cast<int>(new_set_ranks.size());
   desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
   desc.removed_set = removed_set;
+  desc.group = group.c_str();
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
   const int status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
@@ -311,5 +313,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
         py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
-        py::arg("new_set_ranks"), py::arg("removed_set"));
+        py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"));
 }

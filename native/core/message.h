@@ -22,7 +22,8 @@ struct Request {
   double postscale = 1.0;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank of the set
   int32_t process_set = 0;      // 0: all ranks; `root` and `splits` count ranks of the set
-  int32_t group_size = 0;       // tensors in its grouped_allreduce (0: not grouped)
+  int32_t group_size = 0;       // tensors in its group (0: not grouped)
+  std::string group;            // the group's name, the same on every rank ("": not grouped)
   std::vector<int64_t> new_set_ranks;  // add_process_set: the ranks of the set to create
   int32_t removed_set = 0;             // remove_process_set: the id of the set to remove
 };

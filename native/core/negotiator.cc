@@ -93,10 +93,15 @@ RoundWords& Negotiator::Contribute(Clock::time_point now) {
   sending_.swap(unsent_);
   unsent_.clear();
   // A request for a cached name evicts it everywhere, so that no rank's hit on it waits for
-  // this rank, whose request waits at rank 0.
+  // this rank, whose request waits at rank 0. A request for a member of a group evicts the
+  // group's other members too: if the ranks disagree about the group's size, rank 0 fails
+  // every member at once, which it can only do for members it has requests for.
   for (const std::string& name : sending_) {
     const int64_t position = cache_.Find(name);
     if (position >= 0) round_.SetEvict(position);
+    auto pending = pending_.find(name);
+    if (pending == pending_.end() || pending->second.request.group.empty()) continue;
+    for (int64_t member : cache_.PositionsOfGroup(pending->second.request.group)) round_.SetEvict(member);
   }
   counts_.requests_sent += static_cast<int64_t>(sending_.size());
   if (join_pending_) round_.SetFlag(kJoinPending);
@@ -139,6 +144,7 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
       cache_.Touch(position);
       ready.push_back(cache_.response(position));
       if (!cache_.Member(position)) return;
+      if (coordinator_) coordinator_->CountCachedGroupMember(*cache_.own(position));
       Pending* hit = hit_at_[position];
       if (!hit) throw std::logic_error("mpirep: a cached tensor ran without this rank");
       base_.ClearReady(position);

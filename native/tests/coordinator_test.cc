@@ -1,4 +1,5 @@
 // Negotiation bookkeeping: readiness, order, mismatch messages, shutdown and stall reports.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,45 @@ void RunCoordinatorTests() {
     CHECK(ready[0].error_code == StatusCode::MISMATCH);
     CHECK(ready[0].error == "mismatched shapes for tensor 'w': [2, 3] on ranks 0, 2; [3] on rank 1",
           << ready[0].error);
+  }
+  {
+    // Ranks disagree about a group's size (2 members on rank 0, 3 on rank 1): every member fails
+    // on every rank that submits it, the one only rank 1 has included, in either arrival order,
+    // and the group's name is free again afterwards.
+    auto member = [](int rank, int index, int size) {
+      Request r = Make(rank, "g." + std::to_string(index), {2});
+      r.group = "g.0";
+      r.group_size = size;
+      return r;
+    };
+    for (bool longer_first : {false, true}) {
+      Coordinator c(2);
+      std::vector<Request> arrivals;
+      std::vector<Request> shorter = {member(0, 0, 2), member(0, 1, 2)};
+      std::vector<Request> longer = {member(1, 0, 3), member(1, 1, 3), member(1, 2, 3)};
+      for (const auto& list : longer_first ? std::vector{longer, shorter} : std::vector{shorter, longer}) {
+        for (const Request& r : list) c.Submit(r, t0);
+      }
+      std::vector<Response> ready = c.TakeReady();
+      std::vector<std::string> failed_on[2];
+      for (const Response& r : ready) {
+        CHECK(r.kind == Response::Kind::ERROR && r.error_code == StatusCode::MISMATCH);
+        CHECK(r.error == "mismatched group sizes for tensor 'g.0': 2 on rank 0; 3 on rank 1", << r.error);
+        for (int rank = 0; rank < 2; ++rank) {
+          const bool concerns = r.error_ranks.empty() ||
+                                std::find(r.error_ranks.begin(), r.error_ranks.end(), rank) != r.error_ranks.end();
+          if (concerns) failed_on[rank].push_back(r.names[0]);
+        }
+      }
+      std::sort(failed_on[0].begin(), failed_on[0].end());
+      std::sort(failed_on[1].begin(), failed_on[1].end());
+      CHECK(failed_on[0] == (std::vector<std::string>{"g.0", "g.1"}));
+      CHECK(failed_on[1] == (std::vector<std::string>{"g.0", "g.1", "g.2"}));
+      CHECK(!c.HasPending());
+      for (int rank = 0; rank < 2; ++rank) c.Submit(member(rank, 0, 1), t0);
+      ready = c.TakeReady();
+      CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE);
+    }
   }
   {
     // dtype, op, root, scale factors, collective.

@@ -61,7 +61,7 @@ def test_training(ranks, keras):
 
 @pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (3, "tf_keras")]))
 def test_local_variables_accumulation_and_tf1_optimizers(ranks, keras):
-    assert_passed(*mpirun(ranks, JOBS / "local_variables_job.py", env=keras_env(keras)), ranks)
+    assert_passed(mpirun(ranks, [JOBS / "local_variables_job.py"], 300, env=keras_env(keras)), ranks)
 
 
 @pytest.mark.parametrize("script", ["keras_mnist.py", "tf2_custom_loop.py",

@@ -106,6 +106,7 @@ struct InFlight {
   OpKernelContext* context;
   AsyncOpKernel::DoneCallback done;
   std::string name;
+  std::string group;
   std::vector<int64_t> shape;
   std::vector<int64_t> splits;
   bool returns_splits;
@@ -187,6 +188,7 @@ class CollectiveOp : public AsyncOpKernel {
     for (int i = 0; i < input.dims(); ++i) op->shape.push_back(input.dim_size(i));
     auto splits = context->input(2).flat<int64_t>();
     op->splits.assign(splits.data(), splits.data() + splits.size());
+    op->group = context->input(3).scalar<tensorflow::tstring>()();
     const auto collective = static_cast<mpirep::Collective>(collective_);
     op->returns_splits = collective == mpirep::Collective::ALLTOALL;
     op->may_forward = collective == mpirep::Collective::ALLREDUCE;
@@ -207,6 +209,7 @@ class CollectiveOp : public AsyncOpKernel {
     desc.input = DataOf(input);
     desc.process_set = process_set_;
     desc.group_size = group_size_;
+    desc.group = op->group.c_str();
 
     char error[1024] = "";
     InFlight* user = op.release();  // owned by Done from here on, if the enqueue succeeds
@@ -256,6 +259,7 @@ REGISTER_OP("MpirepCollective")
     .Input("tensor: T")
     .Input("tensor_name: string")
     .Input("splits: int64")
+    .Input("group: string")  // the name of its group ("": not grouped)
     .Output("output: T")
     .Output("received_splits: int64")
     .Attr(mpirep_tf::DtypeAttr())
