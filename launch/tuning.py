@@ -11,6 +11,9 @@ _CACHE_CAPACITY = next(s for s in SETTINGS if s.name == "cache_capacity")
 def add_tuning_flags(group, number):
     """Adds the flags to an argparse group; ``number`` parses a numeric flag's value."""
     for setting in TUNED_SETTINGS:
+        if setting.type is bool:  # a switch: given, it turns the setting on
+            group.add_argument(setting.flag, action="store_true", default=None, help=setting.meaning)
+            continue
         unit = f" (the flag takes {setting.flag_unit})" if setting.flag_unit in FLAG_UNIT_FACTORS else ""
         group.add_argument(setting.flag, type=str if setting.type is str else number,
                            help=setting.meaning + unit)
@@ -27,6 +30,8 @@ def _text(setting, value):
     are read as integers."""
     if setting.type is str:
         return value
+    if setting.type is bool:
+        return "1" if value else "0"
     value *= FLAG_UNIT_FACTORS.get(setting.flag_unit, 1)
     return str(int(round(value))) if setting.type is int or float(value).is_integer() else str(value)
 

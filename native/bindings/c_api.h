@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 6
+#define MPIREP_API_VERSION 7
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -107,6 +107,13 @@ typedef struct mpirep_api {
   int (*negotiation_stats)(mpirep_negotiation_stats* out);
   /* Turns the measuring of work_ns on or off (off at start: it costs a system call per step). */
   void (*time_negotiation)(int on);
+  /* Any thread, while collectives run; not collective. Rank 0 starts writing a timeline of every
+   * tensor's phases to `path`, closing the one it was writing, if any (mark_cycles: also mark
+   * each round of the background thread); the other ranks only check the arguments. Returns a
+   * status code; on anything but OK, `error` holds why. */
+  int (*start_timeline)(const char* path, int mark_cycles, char* error, size_t error_size);
+  /* Rank 0 finishes and closes its timeline file, if it writes one. Returns a status code. */
+  int (*stop_timeline)(char* error, size_t error_size);
 } mpirep_api;
 
 const mpirep_api* mpirep_get_api(void);

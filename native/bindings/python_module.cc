@@ -209,6 +209,27 @@ void Start(int fortran_comm, const std::map<std::string, std::string>& settings)
   if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
 }
 
+// Both wait for the background thread to finish recording what it is recording.
+void StartTimeline(const std::string& path, bool mark_cycles) {
+  char error[1024] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().start_timeline(path.c_str(), mark_cycles ? 1 : 0, error, sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
+}
+
+void StopTimeline() {
+  char error[1024] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().stop_timeline(error, sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
+}
+
 py::object Topology() {
   mpirep_topology t;
   if (!Api().topology(&t)) return py::none();
@@ -298,6 +319,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("reason") = "");
   m.def("is_initialized", [] { return Api().is_initialized() != 0; });
   m.def("topology", &Topology);
+  m.def("start_timeline", &StartTimeline, py::arg("path"), py::arg("mark_cycles"));
+  m.def("stop_timeline", &StopTimeline);
   m.def("process_set_ranks", &ProcessSetRanks);
   m.def("negotiation_stats", &NegotiationStats);
   m.def("time_negotiation", [](bool on) { Api().time_negotiation(on ? 1 : 0); }, py::arg("on"));

@@ -94,9 +94,9 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
     }
   }
   if (request.collective == Collective::JOIN) {
-    Joined(request.rank);
+    Joined(request.rank, now);
   } else if (AllSubmitted(p)) {
-    MarkReady(request.name);
+    MarkReady(request.name, {request.rank, now});
   }
 }
 
@@ -106,19 +106,20 @@ bool Coordinator::AllSubmitted(const Pending& p) const {
                      [&](int r) { return p.submitted[r] || (joined_[r] && !is_join); });
 }
 
-void Coordinator::MarkReady(const std::string& name) {
+void Coordinator::MarkReady(const std::string& name, const Arrival& last) {
   auto it = pending_.find(name);
   bool group_sizes_differ = false;
   Response decided = Decide(name, it->second, &group_sizes_differ);
   const Request& any = AnyRequest(it->second);
   decided.bytes = NumElements(any.shape) * static_cast<int64_t>(ElementSize(any.dtype));
+  decided.last_arrivals = {last};
   const Pending done = std::move(it->second);
   pending_.erase(it);
   ready_.push_back(std::move(decided));
   if (group_sizes_differ) FailGroup(AnyRequest(done).group, done, std::string(ready_.back().error));
 }
 
-void Coordinator::Joined(int rank) {
+void Coordinator::Joined(int rank, Clock::time_point now) {
   joined_[rank] = true;
   last_joined_ = rank;
   std::vector<std::string> now_complete;
@@ -132,9 +133,9 @@ void Coordinator::Joined(int rank) {
     }
   }
   std::sort(now_complete.begin(), now_complete.end());  // a deterministic order
-  for (const std::string& name : now_complete) MarkReady(name);
+  for (const std::string& name : now_complete) MarkReady(name, {rank, now});
   if (!join_name.empty()) {  // last, after everything the joined ranks still had in flight
-    MarkReady(join_name);
+    MarkReady(join_name, {rank, now});
     joined_.assign(size_, false);
   }
 }

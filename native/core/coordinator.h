@@ -70,9 +70,10 @@ class Coordinator {
 
   // Whether every member has submitted the tensor, counting a joined member as having done so.
   bool AllSubmitted(const Pending& pending) const;
-  // Decides the tensor `name`, which every member has submitted, and queues the decision.
-  void MarkReady(const std::string& name);
-  void Joined(int rank);
+  // Decides the tensor `name`, which every member has submitted (`last` completing it), and
+  // queues the decision.
+  void MarkReady(const std::string& name, const Arrival& last);
+  void Joined(int rank, Clock::time_point now);
   // `group_sizes_differ` is set when the requests disagree about their group's size.
   Response Decide(const std::string& name, const Pending& pending, bool* group_sizes_differ);
   // Counts a member of a group towards its rank's group size.

@@ -47,7 +47,17 @@ void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
 }
 
 std::vector<Status> Executor::Run(const Response& response, const std::vector<Operation*>& ops,
-                                  OperationResult* result) {
+                                  OperationResult* result, PhaseLog* phases) {
+  phases_ = phases;
+  if (phases_) phases_->Clear();
+  std::vector<Status> statuses = Dispatch(response, ops, result);
+  if (phases_) phases_->End();
+  phases_ = nullptr;
+  return statuses;
+}
+
+std::vector<Status> Executor::Dispatch(const Response& response, const std::vector<Operation*>& ops,
+                                       OperationResult* result) {
   switch (response.collective) {
     case Collective::ALLREDUCE:
       return Allreduce(response, ops);
@@ -94,9 +104,11 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
     void* out = Output(op, op.request.shape, &statuses[0]);
     const void* in = op.input;
     if (response.prescale != 1.0) {
+      BeginPhase("PACK");
       Scale(out, in, count, dtype, response.prescale);
       in = out;
     }
+    BeginPhase("RING_ALLREDUCE");
     ring_.Allreduce(in, out, count, dtype, response.op, epilogue);
     return statuses;
   }
@@ -105,6 +117,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
   for (const Operation* op : ops) total += Bytes(*op);
   char* buffer = Scratch(fusion_buffer_, static_cast<size_t>(std::max<int64_t>(total, 1)));
   int64_t offset = 0;
+  BeginPhase("PACK");
   for (const Operation* op : ops) {
     if (response.prescale != 1.0) {
       Scale(buffer + offset, op->input, NumElements(op->request.shape), dtype, response.prescale);
@@ -113,7 +126,9 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
     }
     offset += Bytes(*op);
   }
+  BeginPhase("RING_ALLREDUCE");
   ring_.Allreduce(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
+  BeginPhase("UNPACK");
   offset = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     void* out = Output(*ops[i], ops[i]->request.shape, &statuses[i]);
@@ -136,7 +151,9 @@ Status Executor::Allgather(const Response& response, Operation& op) {
   Status status;
   const size_t esize = ElementSize(op.request.dtype);
   char* out = static_cast<char*>(Output(op, WithFirstDim(shape, rows), &status));
+  BeginPhase("PACK");
   std::memcpy(out + before * row * esize, op.input, Bytes(op));
+  BeginPhase("RING_ALLGATHER");
   ring_.Allgather(out, segments, esize);
   return status;
 }
@@ -152,6 +169,7 @@ Status Executor::Broadcast(Operation& op) {
   const int position = (rank_ - root + size_) % size_;  // hops from the root
   const int next = (rank_ + 1) % size_, previous = (rank_ - 1 + size_) % size_;
   const bool forwards = position < size_ - 1;
+  BeginPhase("CHAIN_BROADCAST");
   const char* source = position == 0 ? static_cast<const char*>(op.input) : out;
   std::vector<Transport::Handle> receives, sends;
   if (position > 0) {
@@ -183,10 +201,13 @@ Status Executor::Reducescatter(Operation& op) {
   char* work = Scratch(fusion_buffer_, std::max<size_t>(Bytes(op), 1));
   const void* in = op.input;
   if (req.prescale != 1.0) {
+    BeginPhase("PACK");
     Scale(work, in, NumElements(req.shape), req.dtype, req.prescale);
     in = work;
   }
+  BeginPhase("RING_REDUCESCATTER");
   ring_.ReduceScatter(in, work, segments, req.dtype, req.op, EpilogueFor(req.dtype, req.op, req.postscale));
+  BeginPhase("UNPACK");
   Status status;
   void* out = Output(op, WithFirstDim(req.shape, rows[rank_]), &status);
   std::memcpy(out, work + before * row * esize, rows[rank_] * row * esize);
@@ -213,7 +234,9 @@ Status Executor::Alltoall(const Response& response, Operation& op,
   const Shape out_shape = WithFirstDim(req.shape, total_rows);
   char* out = static_cast<char*>(Output(op, out_shape, &status));
   const char* in = static_cast<const char*>(op.input);
+  BeginPhase("PACK");
   std::memcpy(out + recv_offset[rank_], in + send_offset[rank_], send_offset[rank_ + 1] - send_offset[rank_]);
+  BeginPhase("PAIRWISE_ALLTOALL");
   std::vector<Transport::Handle> pending;
   for (int k = 1; k < size_; ++k) {
     const int to = (rank_ + k) % size_, from = (rank_ - k + size_) % size_;

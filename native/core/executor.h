@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "operation.h"
+#include "phase_log.h"
 #include "ring.h"
 #include "transport.h"
 
@@ -17,11 +18,17 @@ class Executor {
   Executor(Transport& transport, int64_t chunk_bytes);
 
   // Runs `response` (kind EXECUTE) over `ops`, the local operations it names, in its order.
-  // Returns one status per op, and fills `result` for alltoall and join.
+  // Returns one status per op, and fills `result` for alltoall and join. With `phases`, records
+  // there the phases it went through.
   std::vector<Status> Run(const Response& response, const std::vector<Operation*>& ops,
-                          OperationResult* result);
+                          OperationResult* result, PhaseLog* phases = nullptr);
 
  private:
+  std::vector<Status> Dispatch(const Response& response, const std::vector<Operation*>& ops,
+                               OperationResult* result);
+  void BeginPhase(const char* name) {
+    if (phases_) phases_->Begin(name);
+  }
   std::vector<Status> Allreduce(const Response& response, const std::vector<Operation*>& ops);
   Status Allgather(const Response& response, Operation& op);
   Status Broadcast(Operation& op);
@@ -42,6 +49,7 @@ class Executor {
   Ring ring_;
   std::vector<char> fusion_buffer_;  // reused by every fused allreduce; grows, never shrinks
   std::vector<char> spare_;          // for outputs the adapter could not allocate
+  PhaseLog* phases_ = nullptr;       // during Run, when its caller records phases
 };
 
 }  // namespace mpirep

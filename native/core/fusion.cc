@@ -23,6 +23,8 @@ std::vector<Response> PlanFusion(std::vector<Response> ready, int64_t threshold,
                          std::make_move_iterator(r.names.end()));
       batch.shapes.insert(batch.shapes.end(), std::make_move_iterator(r.shapes.begin()),
                           std::make_move_iterator(r.shapes.end()));
+      batch.last_arrivals.insert(batch.last_arrivals.end(), std::make_move_iterator(r.last_arrivals.begin()),
+                                 std::make_move_iterator(r.last_arrivals.end()));
       batch.bytes += r.bytes;
       batch.cacheable = batch.cacheable && r.cacheable;
       continue;

@@ -2,6 +2,7 @@
 // byte encoding for the control messages.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct Request {
   std::string group;            // the group's name, the same on every rank ("": not grouped)
   std::vector<int64_t> new_set_ranks;  // add_process_set: the ranks of the set to create
   int32_t removed_set = 0;             // remove_process_set: the id of the set to remove
+};
+
+// When a tensor became ready on the coordinator, and which rank's submission completed it.
+struct Arrival {
+  int32_t rank = -1;
+  std::chrono::steady_clock::time_point at;
 };
 
 struct RequestList {
@@ -65,8 +72,10 @@ struct Response {
   // runs: an executed collective of tensors that every member submitted (none stood in).
   bool cacheable = false;
   // Known to the coordinator only, never encoded: the bytes of all named tensors together,
-  // which the fusion planner needs.
+  // which the fusion planner needs, and for each named tensor the last rank to submit it
+  // (for the timeline).
   int64_t bytes = 0;
+  std::vector<Arrival> last_arrivals;
 };
 
 struct ResponseList {

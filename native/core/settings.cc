@@ -25,6 +25,12 @@ bool Parse(const std::string& text, double* out) {
   return true;
 }
 
+bool Parse(const std::string& text, bool* out) {
+  if (text != "0" && text != "1") return false;
+  *out = text == "1";
+  return true;
+}
+
 bool Parse(const std::string& text, std::string* out) {
   *out = text;
   return true;
@@ -32,7 +38,7 @@ bool Parse(const std::string& text, std::string* out) {
 
 template <typename T>
 bool BelowMinimum(const T& value, double minimum) {
-  if constexpr (std::is_arithmetic_v<T>) return value < minimum;
+  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) return value < minimum;
   return false;
 }
 

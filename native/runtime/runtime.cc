@@ -50,6 +50,8 @@ constexpr auto kIdleRoundInterval = std::chrono::microseconds(1000);
 // computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
 // always ends it. MPI_Finalize would otherwise wait for that rank forever.
 constexpr auto kFailedRankGrace = std::chrono::seconds(5);
+// Horovod's value of the timeline setting that records nothing until start_timeline().
+constexpr char kTimelineStartedLater[] = "DYNAMIC";
 // Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
 // for the common case of ranks in step, then sleep.
 Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
@@ -81,6 +83,15 @@ class WorkTimer {
   int64_t* total_;
   int64_t start_;
 };
+
+// Rank 0's `text`, on every rank of `comm` (collective).
+std::string BroadcastFromCoordinator(MPI_Comm comm, std::string text) {
+  int bytes = static_cast<int>(text.size());
+  MPI_Bcast(&bytes, 1, MPI_INT, kCoordinator, comm);
+  text.resize(static_cast<size_t>(bytes));
+  MPI_Bcast(text.data(), bytes, MPI_CHAR, kCoordinator, comm);
+  return text;
+}
 
 }  // namespace
 
@@ -128,7 +139,13 @@ void Runtime::Setup(MPI_Comm comm) {
   negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_);
   control_transport_ = std::make_unique<MpiTransport>(control_);
   agreement_ = std::make_unique<AndAllreduce>(*control_transport_);
-  if (topology_.rank == kCoordinator) timeline_ = std::make_unique<Timeline>(config_.timeline);
+  std::string timeline_error;
+  if (topology_.rank == kCoordinator && !config_.timeline.empty() && config_.timeline != kTimelineStartedLater) {
+    timeline_error = timeline_.Start(config_.timeline, config_.timeline_mark_cycles);
+  }
+  // A timeline rank 0 cannot write fails init on every rank, rather than on rank 0 alone.
+  timeline_error = BroadcastFromCoordinator(control_, timeline_error);
+  if (!timeline_error.empty()) throw std::runtime_error("rank 0: " + timeline_error);
   last_round_ = std::chrono::steady_clock::now();
 }
 
@@ -172,15 +189,18 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     running_ = true;
   }
   started_.notify_all();
+  stopped_ = !setup_error_.empty();
   try {
     Backoff backoff = NegotiationBackoff();
     while (!stopped_) {
+      timeline_.BeginRound();
       bool progressed = TakeQueued();
       const bool idle_round_due = topology_.size > 1 &&
                                   std::chrono::steady_clock::now() - last_round_ >= kIdleRoundInterval;
       if (progressed || negotiator_->Busy() || idle_round_due) progressed |= RunRound();
       ReapSends(false);
       AbortIfFailedLongAgo();
+      timeline_.EndRound(progressed);
       if (progressed) {
         backoff.Reset();
       } else if (negotiator_->Busy()) {
@@ -194,8 +214,10 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[mpirep] rank %d: fatal error in the background thread: %s\n",
                  topology_.rank, e.what());
+    timeline_.Stop();
     MPI_Abort(data_, 1);
   }
+  timeline_.Stop();
   for (auto& [name, op] : submitted_) {
     op.done(Status::Error(StatusCode::SHUT_DOWN, "mpirep was shut down before '" + name + "' ran"), {});
   }
@@ -234,6 +256,18 @@ Status Runtime::Enqueue(Operation op) {
   wake_.notify_one();
   return Status::Ok();
 }
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  if (path.empty()) {
+    return Status::Error(StatusCode::INVALID_ARGUMENT, "rank " + std::to_string(topology_.rank) +
+                                                           ": start_timeline needs a file path");
+  }
+  if (topology_.rank != kCoordinator) return Status::Ok();
+  const std::string error = timeline_.Start(path, mark_cycles);
+  return error.empty() ? Status::Ok() : Status::Error(StatusCode::INVALID_ARGUMENT, "rank 0: " + error);
+}
+
+void Runtime::StopTimeline() { timeline_.Stop(); }
 
 void Runtime::Shutdown(const std::string& reason) {
   {
@@ -395,22 +429,11 @@ void Runtime::Execute(const Response& response) {
     }
   }
   OperationResult result;
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<Status> statuses = executor->second->executor.Run(response, ops, &result);
-  if (timeline_ && timeline_->enabled()) Record(response, ops, start);
+  const bool recording = timeline_.active();
+  const std::vector<Status> statuses =
+      executor->second->executor.Run(response, ops, &result, recording ? &phase_log_ : nullptr);
+  if (recording) timeline_.Executed(response, ops, phase_log_);
   Deliver(response.names, statuses, result);
-}
-
-void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
-                     std::chrono::steady_clock::time_point start) {
-  const auto end = std::chrono::steady_clock::now();
-  int64_t bytes = 0;
-  for (const Operation* op : ops) bytes += NumElements(op->request.shape) * ElementSize(op->request.dtype);
-  const std::string detail = std::to_string(ops.size()) + " tensor(s), " + std::to_string(bytes) + " bytes";
-  for (const Operation* op : ops) {
-    timeline_->Phase(op->request.name, "NEGOTIATE", op->enqueued_at, start);
-    timeline_->Phase(op->request.name, CollectiveName(response.collective), start, end, detail);
-  }
 }
 
 // Every rank runs this in the same response order, so the splits below pair up.

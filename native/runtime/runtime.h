@@ -63,6 +63,11 @@ class Runtime {
   // runs later on the background thread. On an error `done` is never called.
   Status Enqueue(Operation op);
 
+  // Thread-safe, while collectives run. Rank 0 starts writing a timeline to `path` (closing the
+  // one it was writing, if any) or stops; the other ranks do nothing.
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  void StopTimeline();
+
   // Collective: returns once every rank has called it. Operations still pending fail. A
   // non-empty `reason` says this rank is leaving because it failed; other ranks' errors
   // quote it, and if they have not all shut down a few seconds later, the job is aborted.
@@ -85,8 +90,6 @@ class Runtime {
   bool SlowPhase();
   void AbortIfFailedLongAgo();
   void Execute(const Response& response);
-  void Record(const Response& response, const std::vector<Operation*>& ops,
-              std::chrono::steady_clock::time_point start);
   // Ends the local operations among `names` (those this rank submitted), `statuses[i]` being
   // that of `names[i]`: calls their `done`.
   void Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
@@ -137,7 +140,8 @@ class Runtime {
   std::unique_ptr<Negotiator> negotiator_;
   std::unique_ptr<MpiTransport> control_transport_;  // the agreement's messages, on control_
   std::unique_ptr<AndAllreduce> agreement_;
-  std::unique_ptr<Timeline> timeline_;        // rank 0 only, when configured
+  Timeline timeline_;    // written on rank 0 only
+  PhaseLog phase_log_;   // the executor's phases of the collective that ran last, for timeline_
   std::unordered_map<std::string, Operation> submitted_;
   std::vector<Operation> taken_;  // queue_'s operations, swapped out
   struct Outgoing {

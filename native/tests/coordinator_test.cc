@@ -161,6 +161,23 @@ void RunCoordinatorTests() {
     CHECK(c.AllShutDown());
   }
   {
+    // Each decision says which rank's submission completed the tensor, and when: the timeline's
+    // "last rank", whatever order the ranks came in; a join that completes a tensor counts.
+    const auto t1 = t0 + std::chrono::milliseconds(1), t2 = t0 + std::chrono::milliseconds(2);
+    Coordinator c(3);
+    c.Submit(Make(2, "p", {1}), t0);
+    c.Submit(Make(0, "p", {1}), t1);
+    c.Submit(Make(1, "p", {1}), t2);
+    c.Submit(Make(1, "q", {1}), t0);
+    c.Submit(Make(0, "q", {1}), t0);
+    c.Submit(Make(2, "join.0", {0}, Collective::JOIN), t1);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 2 && ready[0].last_arrivals.size() == 1 && ready[1].last_arrivals.size() == 1);
+    CHECK(ready.size() == 2 && ready[0].last_arrivals[0].rank == 1 && ready[0].last_arrivals[0].at == t2);
+    CHECK(ready.size() == 2 && ready[1].names[0] == "q" && ready[1].last_arrivals[0].rank == 2 &&
+          ready[1].last_arrivals[0].at == t1);
+  }
+  {
     // A joined rank counts as having submitted everything until all ranks have joined; join
     // completes last, naming the rank that joined last, and then the next epoch starts fresh.
     Coordinator c(3);

@@ -13,6 +13,7 @@ void RunSettingsTests();
 void RunResponseCacheTests();
 void RunNegotiatorTests();
 void RunAndAllreduceTests();
+void RunTimelineTests();
 
 int main() {
   RunMessageTests();
@@ -25,6 +26,7 @@ int main() {
   RunValidationTests();
   RunRingTests();
   RunExecutorTests();
+  RunTimelineTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;
 }

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from keras_versions import keras_cases, keras_env  # noqa: E402
+import trace_events  # noqa: E402
 from mpijob import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
 
 JOBS = REPO / "tests" / "tf" / "jobs"
@@ -86,6 +87,27 @@ def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
     assert failed_at and job.returncode != 0, job.output[-6000:]
     assert ended - float(failed_at.group(1)) < 10, job.output[-6000:]
     assert job.output.count(survivors_read) == 2, job.output[-6000:]  # both other ranks, as tf errors
+
+
+def test_timeline_of_keras_training_started_at_run_time(tmp_path):
+    path = tmp_path / "keras.json"
+    job = mpirun(2, [JOBS / "timeline_job.py", path], TIMEOUT_S)
+    assert job.returncode == 0 and job.output.count("timeline job done") == 2, job.output[-6000:]
+    events = trace_events.load(path)
+    tracks = trace_events.tracks(events)
+    # Dense(5) and Dense(2): kernels and biases, one gradient each, in every one of the 4 steps
+    sizes = {"gradients.0": 3 * 5, "gradients.1": 5, "gradients.2": 5 * 2, "gradients.3": 2}
+    assert set(tracks) == set(sizes), sorted(tracks)
+    for name, spans in tracks.items():
+        operations = trace_events.operations(spans)
+        assert len(operations) == 4, (name, operations)
+        for operation in operations:
+            phases = [span["name"] for span in operation]
+            assert phases in (["NEGOTIATE", "QUEUE", "RING_ALLREDUCE"],
+                              ["NEGOTIATE", "QUEUE", "PACK", "RING_ALLREDUCE", "UNPACK"]), (name, phases)
+            assert operation[0]["args"]["last_rank"] in (0, 1)
+            assert operation[-1]["args"]["tensor_bytes"] == 4 * sizes[name]
+    assert trace_events.cycles(events)
 
 
 def test_stall_shutdown_is_deadline_exceeded_on_every_rank():

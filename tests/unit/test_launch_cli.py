@@ -87,6 +87,16 @@ def test_horovodrun_command_line_ports(mpi, capsys):
     assert "btl_tcp_if_include eth1" in text and "plm_rsh_args -p 2222" in text
 
 
+def test_switch_flags_take_no_value(mpi, capsys):
+    words = dry_run(capsys, "-np", "2", "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles",
+                    "python", "t.py")
+    assert words[:2] == ["MPIREP_TIMELINE=/tmp/tl.json", "MPIREP_TIMELINE_MARK_CYCLES=1"]
+    assert words[-2:] == ["python", "t.py"]
+    assert not any(word.startswith("MPIREP_TIMELINE_MARK") for word in dry_run(capsys, "-np", "2", "t"))
+    assert cli.main(["--dry-run", "-np", "2", "--timeline-mark-cycles", "t"], BASE_ENV) == 0
+    assert "ignoring" not in capsys.readouterr().err  # no longer one of horovodrun's ignored flags
+
+
 def test_ignored_horovodrun_flags_warn(mpi, capsys):
     cli.main(["--dry-run", "--autotune", "--log-level", "INFO", "-np", "1", "t"], BASE_ENV)
     err = capsys.readouterr().err

@@ -49,6 +49,20 @@ def test_init_argument_then_mpirep_then_horovod_variable_then_default():
     assert Config.load(environ={"HOROVOD_CHUNK_BYTES": "128"}).chunk_bytes == Config().chunk_bytes  # no Horovod name
 
 
+@pytest.mark.parametrize("text,value", [("1", True), ("true", True), ("Yes", True), ("on", True),
+                                        ("0", False), ("false", False), ("no", False), ("", False)])
+def test_bool_settings_read_words_and_reach_the_core_as_0_or_1(text, value):
+    config = Config.load(environ={"HOROVOD_TIMELINE_MARK_CYCLES": text})
+    assert config.timeline_mark_cycles is value
+    assert config.as_text()["timeline_mark_cycles"] == ("1" if value else "0")
+
+
+def test_bool_settings_refuse_other_words():
+    with pytest.raises(ValueError, match="mpirep setting timeline_mark_cycles: cannot read 'maybe' as bool"):
+        Config.load(environ={"MPIREP_TIMELINE_MARK_CYCLES": "maybe"})
+    assert Config.load(environ={}, timeline_mark_cycles=True).timeline_mark_cycles is True
+
+
 @pytest.mark.parametrize("variable", ["MPIREP_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE"])
 def test_stall_check_disable(variable):
     assert Config.load(environ={variable: "1"}).stall_check_time_seconds == 0
