@@ -7,7 +7,7 @@ from .tuning import add_tuning_flags
 # horovodrun flags for features mpirep does not have.  They are accepted with a warning so a
 # ported command line still starts; they only ever tuned performance.  (name, takes a value)
 IGNORED_HOROVOD_FLAGS = (
-    ("--disable-cache", False), ("--mpi", False), ("--cache-capacity", True),
+    ("--mpi", False),
     ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
     ("--autotune", False), ("--autotune-log-file", True),
     ("--log-level", True),

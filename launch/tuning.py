@@ -5,6 +5,7 @@ rank's core reads. Reading the table loads neither mpirep's native core nor Tens
 from mpirep._settings_table import FLAG_UNIT_FACTORS, SETTINGS, SWITCH, negated_flag
 
 TUNED_SETTINGS = tuple(s for s in SETTINGS if s.flag)
+_CACHE_CAPACITY = next(s for s in SETTINGS if s.name == "cache_capacity")
 
 
 def add_tuning_flags(group, number):
@@ -22,6 +23,8 @@ def add_tuning_flags(group, number):
         unit = f" (the flag takes {setting.flag_unit})" if setting.flag_unit in FLAG_UNIT_FACTORS else ""
         group.add_argument(setting.flag, type=str if setting.type is str else number,
                            help=setting.meaning + unit)
+    group.add_argument("--disable-cache", action="store_true",
+                       help=f"the same as {_CACHE_CAPACITY.flag} 0 (horovodrun's flag)")
 
 
 def _dest(setting):
@@ -46,4 +49,6 @@ def tuning_environment(args):
         value = getattr(args, _dest(setting), None)
         if value is not None:
             env["MPIREP_" + setting.environment] = _text(setting, value)
+    if args.disable_cache:
+        env["MPIREP_" + _CACHE_CAPACITY.environment] = "0"
     return env

@@ -69,13 +69,19 @@ def tracks(events):
     return {name: sorted(spans, key=lambda e: e["ts"]) for name, spans in by_track.items()}
 
 
+# Where each phase comes in an operation; every other name is a transfer, between PACK and UNPACK.
+_PHASE_ORDER = {"NEGOTIATE": 0, "QUEUE": 1, "PACK": 2, "UNPACK": 4}
+_TRANSFER_ORDER = 3
+
+
 def operations(spans):
-    """A track's events cut into one list per operation: each begins at a NEGOTIATE, or at the
-    first event after the previous operation's transfer and UNPACK."""
+    """A track's events cut into one list per operation: each begins where a phase cannot
+    follow the one before it (NEGOTIATE, QUEUE, PACK, the transfer, UNPACK, each optional: an
+    operation that ran from the response cache has no NEGOTIATE or QUEUE)."""
     out = []
     for span in spans:
-        starts_new = not out or span["name"] == "NEGOTIATE" or (
-            span["name"] in BEFORE_TRANSFER and out[-1][-1]["name"] not in BEFORE_TRANSFER)
+        order = _PHASE_ORDER.get(span["name"], _TRANSFER_ORDER)
+        starts_new = not out or order <= _PHASE_ORDER.get(out[-1][-1]["name"], _TRANSFER_ORDER)
         if starts_new:
             out.append([])
         out[-1].append(span)

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "core/buffer_pool.h"
@@ -42,6 +43,8 @@ int Start(int fortran_comm, int nsettings, const char* const* names, const char*
   }
   try {
     StartSession(MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm)), config);
+  } catch (const std::invalid_argument& e) {  // the ranks' settings disagree
+    return Report(StatusCode::INVALID_ARGUMENT, e.what(), error, error_size);
   } catch (const std::exception& e) {
     return Report(StatusCode::INTERNAL, e.what(), error, error_size);
   }
@@ -103,6 +106,21 @@ int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done
   return status.ok() ? static_cast<int>(StatusCode::OK) : Report(status.code, status.message, error, error_size);
 }
 
+int GetNegotiationStats(mpirep_negotiation_stats* out) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return 0;
+  const NegotiationStats s = runtime->Stats();
+  *out = {s.counts.rounds,       s.counts.slow_rounds,    s.counts.cached_tensors, s.counts.requests_sent,
+          s.counts.requests_received, s.messages_sent,    s.messages_received,     s.bytes_sent,
+          s.bytes_received,      s.agreement_bytes,       s.work_ns};
+  return 1;
+}
+
+void TimeNegotiation(int on) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (runtime) runtime->TimeNegotiation(on != 0);
+}
+
 int StartTimeline(const char* path, int mark_cycles, char* error, size_t error_size) {
   std::shared_ptr<Runtime> runtime = CurrentRuntime();
   if (!runtime) return NotInitialized(error, error_size);
@@ -121,8 +139,9 @@ void* GetOutputBuffer(size_t bytes, size_t* capacity) { return OutputPool().Get(
 
 void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capacity); }
 
-const mpirep_api kApi = {MPIREP_API_VERSION, Start,   Shutdown,        IsInitialized,   GetTopology,
-                         ProcessSetRanks,    Enqueue, GetOutputBuffer, PutOutputBuffer, StartTimeline,
+const mpirep_api kApi = {MPIREP_API_VERSION, Start,           Shutdown,        IsInitialized,
+                         GetTopology,        ProcessSetRanks, Enqueue,         GetOutputBuffer,
+                         PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, StartTimeline,
                          StopTimeline};
 
 }  // namespace

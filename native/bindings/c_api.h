@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 6
+#define MPIREP_API_VERSION 7
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -58,6 +58,19 @@ typedef struct mpirep_topology {
   int cross_rank, cross_size; /* among the ranks with this local_rank */
 } mpirep_topology;
 
+/* What this rank's negotiation has done since start (docs/core.md, "Negotiation"). */
+typedef struct mpirep_negotiation_stats {
+  int64_t rounds;            /* agreement rounds this rank took part in */
+  int64_t slow_rounds;       /* of them, rounds in which some rank sent rank 0 requests */
+  int64_t cached_tensors;    /* this rank's tensors that ran from the response cache */
+  int64_t requests_sent;     /* this rank's requests to rank 0 */
+  int64_t requests_received; /* rank 0: requests it negotiated, its own included */
+  int64_t messages_sent, messages_received; /* control messages: request and response lists */
+  int64_t bytes_sent, bytes_received;
+  int64_t agreement_bytes;   /* this rank's contributions to the rounds' allreduces */
+  int64_t work_ns;           /* thread CPU time of negotiation work while timing was on */
+} mpirep_negotiation_stats;
+
 /* Called on the background thread when the output shape is known: memory for the whole output,
  * or NULL. */
 typedef void* (*mpirep_allocate_fn)(void* user, int ndim, const int64_t* shape);
@@ -90,6 +103,10 @@ typedef struct mpirep_api {
    * least `bytes`; `*capacity` receives what to hand back to put_output_buffer. */
   void* (*get_output_buffer)(size_t bytes, size_t* capacity);
   void (*put_output_buffer)(void* data, size_t capacity);
+  /* Fills `out` and returns 1, or returns 0 when not started. */
+  int (*negotiation_stats)(mpirep_negotiation_stats* out);
+  /* Turns the measuring of work_ns on or off (off at start: it costs a system call per step). */
+  void (*time_negotiation)(int on);
   /* Any thread, while collectives run; not collective. Rank 0 starts writing a timeline of every
    * tensor's phases to `path`, closing the one it was writing, if any (mark_cycles: also mark
    * each round of the background thread); the other ranks only check the arguments. Returns a

@@ -69,8 +69,11 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
   if (RejectFailedGroupMember(request)) return;
   auto set = process_sets_.find(request.process_set);
   if (set == process_sets_.end()) {
-    FailOn({request.rank}, request.name, StatusCode::INVALID_ARGUMENT,
-           "tensor '" + request.name + "': unknown process set " + std::to_string(request.process_set));
+    // A set removed after the request was made: a cached tensor's request, sent late
+    const std::string id = std::to_string(request.process_set);
+    const std::string why = removed_sets_.count(request.process_set) ? "its process set " + id + " was removed"
+                                                                      : "unknown process set " + id;
+    FailOn({request.rank}, request.name, StatusCode::INVALID_ARGUMENT, "tensor '" + request.name + "': " + why);
     return;
   }
   auto [it, inserted] = pending_.try_emplace(request.name);
@@ -215,6 +218,10 @@ Response Coordinator::Decide(const std::string& name, const Pending& p, bool* gr
   } else if (ok && c == Collective::JOIN) {
     response.last_joined_rank = last_joined_;
   }
+  // A group's members are counted per rank (CountGroupMember); rank 0 counts those that run
+  // from the cache itself, from its own requests, so only when it is in the group's set.
+  const bool countable = first.group.empty() || std::count(p.members.begin(), p.members.end(), 0) > 0;
+  response.cacheable = ok && joined.empty() && c != Collective::JOIN && c != Collective::BARRIER && countable;
   return response;
 }
 
@@ -235,6 +242,7 @@ void Coordinator::DecideProcessSetChange(const std::string& name, const Request&
   const int32_t id = request.removed_set;
   if (id == 0) return reject("the process set of all ranks cannot be removed");
   if (process_sets_.erase(id) == 0) return reject("unknown process set " + std::to_string(id));
+  removed_sets_.insert(id);
   response->removed_set = id;
   std::vector<std::string> orphans;
   for (const auto& [other, p] : pending_) {
@@ -265,6 +273,15 @@ void Coordinator::FailOn(std::vector<int64_t> ranks, const std::string& name, St
   response.error = why;
   response.error_ranks = std::move(ranks);
   ready_.push_back(std::move(response));
+}
+
+void Coordinator::CountCachedGroupMember(const Request& own) {
+  if (own.group.empty()) return;
+  Request member = own;
+  for (int r : process_sets_.at(own.process_set)) {
+    member.rank = r;
+    CountGroupMember(member);
+  }
 }
 
 void Coordinator::CountGroupMember(const Request& request) {

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,9 @@ class Coordinator {
   // other) is not late: its next request of that name is a new one and pairs normally, so
   // one divergence does not fail every later step.
   std::string CancelStalled(Clock::time_point now, Clock::duration after);
+  // A member of a group ran from the response cache, every rank of its set having repeated
+  // `own`, rank 0's request: counts it for each of them, as Submit does for a request.
+  void CountCachedGroupMember(const Request& own);
   bool HasPending() const { return !pending_.empty(); }
   bool HasReady() const { return !ready_.empty(); }
 
@@ -101,6 +105,7 @@ class Coordinator {
   int last_joined_ = -1;
   std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks; 0 is every rank
   int32_t next_process_set_ = 1;
+  std::set<int32_t> removed_sets_;
   std::vector<std::string> departures_;  // per rank: how it left, for error messages
   struct Cancelled {
     std::vector<bool> owed;  // the ranks that were late for it

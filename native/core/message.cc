@@ -137,6 +137,7 @@ std::string Encode(const ResponseList& list) {
     w.Put(r.new_set_id);
     w.Put(r.new_set_ranks);
     w.Put(r.removed_set);
+    w.Put<uint8_t>(r.cacheable);
   }
   return w.Take();
 }
@@ -167,6 +168,7 @@ ResponseList DecodeResponseList(const std::string& bytes) {
     r.new_set_id = rd.Get<int32_t>();
     r.new_set_ranks = rd.GetInts();
     r.removed_set = rd.Get<int32_t>();
+    r.cacheable = rd.Get<uint8_t>() != 0;
   }
   return list;
 }

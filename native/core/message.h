@@ -68,6 +68,9 @@ struct Response {
   int32_t new_set_id = 0;             // add_process_set: the id given to the new set
   std::vector<int64_t> new_set_ranks; // add_process_set: its ranks
   int32_t removed_set = 0;            // remove_process_set
+  // Every rank keeps the tensors in its response cache (response_cache.h) as this response
+  // runs: an executed collective of tensors that every member submitted (none stood in).
+  bool cacheable = false;
   // Known to the coordinator only, never encoded: the bytes of all named tensors together,
   // which the fusion planner needs, and for each named tensor the last rank to submit it
   // (for the timeline).

@@ -1,35 +1,39 @@
 // Thread model
 // ------------
 // Framework threads never call MPI and never block inside the core: Enqueue checks a request,
-// puts it on queue_ and wakes the background thread. That thread is the only caller of MPI. It
-// loops:
-//   1. take everything queued, remember it in submitted_ and tell the coordinator (rank 0) about
-//      it in one request list (rank 0 tells its own Coordinator directly);
-//   2. on rank 0: take in the other ranks' request lists; once tensors are ready on every
-//      rank, plan their fusion and send the resulting response list to every rank;
-//      on the others: take in response lists from rank 0;
-//   3. carry out each response in list order (the same order on every rank): run the
-//      collective through the Executor and fire each operation's `done`.
-// When a pass finds nothing to do it first keeps polling for a short spin window (the next
-// operation of a training step usually follows within microseconds, and waking a sleeping
-// thread costs tens of them), then waits on wake_: without a deadline when nothing is
-// outstanding, otherwise for a short, growing interval (Backoff), because messages from other
-// ranks can only be polled for. No fixed cycle: an enqueue wakes the thread at once.
+// puts it on queue_ and wakes the background thread. That thread is the only caller of MPI.
+// It negotiates in rounds that every rank takes in lock-step (core/negotiator.h):
+//   1. take everything queued: remember it in submitted_, hand its request to the Negotiator;
+//   2. contribute this rank's words to the round: the AND of every rank's few bits per
+//      cached tensor on the control communicator, waited for politely;
+//   3. run the cached tensors that every rank has submitted, fused: the steady state, in which
+//      no message goes to rank 0;
+//   4. only when some rank has requests (new or changed tensors, join, shutdown; rank 0 also
+//      for stall cancellations), the slow phase: those ranks send their request lists to rank
+//      0, whose Coordinator decides, and rank 0 sends every rank the same response list, which
+//      each carries out in list order: collectives through the Executor, then each operation's
+//      `done`.
+// A rank with operations pending starts the next round at once. An idle rank still takes part,
+// since other ranks' tensors (of process sets it is not in), stall reports and shutdowns need
+// every rank's round: after a short spin window it sleeps until an enqueue wakes it or the next
+// idle round is due (kIdleRoundInterval). Waiting for other ranks can only be done by polling
+// MPI, so every wait polls and yields for a short window and then sleeps in doubling intervals
+// (Backoff), waking early when an operation is queued.
 //
 // Shutdown is negotiated too: a rank that shuts down says so in its request list and keeps
-// serving responses; rank 0 fails whatever can no longer complete, and when every rank has
-// shut down it sends STOP, after which each thread frees its communicators and exits. A rank
-// that shuts down because it failed aborts the job if STOP has not come kFailedRankGrace
-// later.
+// taking part; rank 0 fails whatever can no longer complete, and when every rank has shut down
+// it sends STOP, after which each thread frees its communicators and exits. A rank that shuts
+// down because it failed aborts the job if STOP has not come kFailedRankGrace later.
 
 #include "runtime.h"
+
+#include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
-#include "core/backoff.h"
-#include "core/fusion.h"
 #include "core/stand_in.h"
 #include "core/validation.h"
 
@@ -39,9 +43,8 @@ namespace {
 constexpr int kRequestTag = 1;
 constexpr int kResponseTag = 2;
 constexpr int kCoordinator = 0;
-// How long rank 0 sleeps when idle before looking for other ranks' requests (stall reports,
-// shutdowns): nothing can run before rank 0 submits too, which wakes it at once.
-constexpr int64_t kCoordinatorIdleMicros = 2000;
+// How often an idle rank takes part in a round, for the other ranks' sake.
+constexpr auto kIdleRoundInterval = std::chrono::microseconds(1000);
 // A rank that failed waits this long for the others to shut down too (each learns of the
 // failure at its next collective). Past it, some rank is not calling mpirep at all (a long
 // computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
@@ -52,22 +55,34 @@ constexpr char kTimelineStartedLater[] = "DYNAMIC";
 // Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
 // for the common case of ranks in step, then sleep.
 Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
+// An idle rank's round usually waits for other idle ranks, which come at their next idle round.
+Backoff IdleBackoff() { return Backoff(/*spin_micros=*/0, /*max_sleep_micros=*/1000); }
 
-// Whether a message with `tag` from `source` (or any) has arrived; `status` describes it.
+// Whether a message with `tag` from `source` has arrived; `status` describes it.
 bool MessageWaiting(MPI_Comm comm, int source, int tag, MPI_Status* status) {
   int flag = 0;
   MPI_Iprobe(source, tag, comm, &flag, status);
   return flag != 0;
 }
 
-// Receives the message MessageWaiting found: the first with its tag from its sender.
-std::string ReceiveMessage(MPI_Comm comm, const MPI_Status& status, int tag) {
-  int bytes = 0;
-  MPI_Get_count(&status, MPI_BYTE, &bytes);
-  std::string message(static_cast<size_t>(bytes), '\0');
-  MPI_Recv(message.data(), bytes, MPI_BYTE, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
-  return message;
+int64_t ThreadCpuNanos() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
+
+// Adds the thread CPU time of its scope to `*total`, when `on`.
+class WorkTimer {
+ public:
+  WorkTimer(bool on, int64_t* total) : total_(on ? total : nullptr), start_(on ? ThreadCpuNanos() : 0) {}
+  ~WorkTimer() {
+    if (total_) *total_ += ThreadCpuNanos() - start_;
+  }
+
+ private:
+  int64_t* total_;
+  int64_t start_;
+};
 
 // Rank 0's `text`, on every rank of `comm` (collective).
 std::string BroadcastFromCoordinator(MPI_Comm comm, std::string text) {
@@ -90,11 +105,11 @@ Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config) {
   }
   thread_ = std::thread(&Runtime::ThreadMain, this, comm);
   std::unique_lock<std::mutex> lock(mutex_);
-  started_.wait(lock, [this] { return running_; });
+  started_.wait(lock, [this] { return running_ || !setup_error_.empty(); });
   if (!setup_error_.empty()) {
     lock.unlock();
     thread_.join();
-    throw std::runtime_error(setup_error_);
+    throw std::invalid_argument(setup_error_);
   }
 }
 
@@ -105,6 +120,7 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_dup(comm, &data_);
   MPI_Comm_rank(data_, &topology_.rank);
   MPI_Comm_size(data_, &topology_.size);
+  CheckSettingsAgree();
   MPI_Comm local, cross;
   MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, topology_.rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &topology_.local_rank);
@@ -120,22 +136,54 @@ void Runtime::Setup(MPI_Comm comm) {
     std::vector<int>& everyone = process_sets_[0];
     for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
   }
+  negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_);
+  control_transport_ = std::make_unique<MpiTransport>(control_);
+  agreement_ = std::make_unique<AndAllreduce>(*control_transport_);
   std::string timeline_error;
-  if (topology_.rank == kCoordinator) {
-    coordinator_ = std::make_unique<Coordinator>(topology_.size);
-    if (!config_.timeline.empty() && config_.timeline != kTimelineStartedLater) {
-      timeline_error = timeline_.Start(config_.timeline, config_.timeline_mark_cycles);
-    }
+  if (topology_.rank == kCoordinator && !config_.timeline.empty() && config_.timeline != kTimelineStartedLater) {
+    timeline_error = timeline_.Start(config_.timeline, config_.timeline_mark_cycles);
   }
   // A timeline rank 0 cannot write fails init on every rank, rather than on rank 0 alone.
   timeline_error = BroadcastFromCoordinator(control_, timeline_error);
-  if (!timeline_error.empty()) setup_error_ = "rank 0: " + timeline_error;
-  last_stall_check_ = Coordinator::Clock::now();
+  if (!timeline_error.empty()) throw std::runtime_error("rank 0: " + timeline_error);
+  last_round_ = std::chrono::steady_clock::now();
+}
+
+// Every rank plans the same fusion of cached tensors and the same ring chunks, and contributes
+// words of the same length to a round, on its own settings: those must be equal everywhere.
+void Runtime::CheckSettingsAgree() {
+  const std::pair<const char*, int64_t> settings[] = {{"cache_capacity", config_.cache_capacity},
+                                                      {"fusion_threshold", config_.fusion_threshold},
+                                                      {"chunk_bytes", config_.chunk_bytes}};
+  constexpr int n = sizeof settings / sizeof settings[0];
+  int64_t bounds[2 * n];  // each setting's maximum, then minus its minimum
+  for (int i = 0; i < n; ++i) {
+    bounds[i] = settings[i].second;
+    bounds[n + i] = -settings[i].second;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, bounds, 2 * n, MPI_INT64_T, MPI_MAX, control_);
+  for (int i = 0; i < n; ++i) {
+    if (bounds[i] != -bounds[n + i]) {
+      throw std::invalid_argument(std::string("mpirep setting ") + settings[i].first +
+                                  " differs between ranks (from " + std::to_string(-bounds[n + i]) +
+                                  " to " + std::to_string(bounds[i]) + "); every rank must use the same value");
+    }
+  }
 }
 
 void Runtime::ThreadMain(MPI_Comm comm) {
   UseFineTimerSlack();
-  Setup(comm);
+  pthread_setname_np(pthread_self(), "mpirep");  // as top, perf and gdb show it
+  try {
+    Setup(comm);
+  } catch (const std::exception& e) {
+    MPI_Comm_free(&control_);
+    MPI_Comm_free(&data_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    setup_error_ = e.what();
+    started_.notify_all();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = true;
@@ -146,21 +194,21 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     Backoff backoff = NegotiationBackoff();
     while (!stopped_) {
       timeline_.BeginRound();
-      bool progressed = SubmitQueued();
-      if (coordinator_) {
-        progressed |= ReceiveRequests();
-        progressed |= RespondIfReady();
-        WarnAboutStalls();
-      } else {
-        progressed |= ReceiveResponses();
-      }
+      bool progressed = TakeQueued();
+      const bool idle_round_due = topology_.size > 1 &&
+                                  std::chrono::steady_clock::now() - last_round_ >= kIdleRoundInterval;
+      if (progressed || negotiator_->Busy() || idle_round_due) progressed |= RunRound();
       ReapSends(false);
       AbortIfFailedLongAgo();
       timeline_.EndRound(progressed);
       if (progressed) {
         backoff.Reset();
+      } else if (negotiator_->Busy()) {
+        // rounds that change nothing (ranks waiting for a peer's tensor) come politely
+        const int64_t micros = backoff.NextWaitMicros();
+        if (micros > 0) Nap(micros);
       } else {
-        Idle(backoff.NextWaitMicros());
+        Idle(backoff);
       }
     }
   } catch (const std::exception& e) {
@@ -179,6 +227,8 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     if (id != 0) MPI_Comm_free(&set->data);
   }
   executors_.clear();
+  agreement_.reset();
+  control_transport_.reset();
   MPI_Comm_free(&control_);
   MPI_Comm_free(&data_);
 }
@@ -201,6 +251,7 @@ Status Runtime::Enqueue(Operation op) {
                                "among pending operations");
     }
     queue_.push_back(std::move(op));
+    ++wakeups_;
   }
   wake_.notify_one();
   return Status::Ok();
@@ -223,108 +274,106 @@ void Runtime::Shutdown(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (accepting_) shutdown_reason_ = reason;
     accepting_ = false;
+    ++wakeups_;
   }
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
 }
 
-bool Runtime::SubmitQueued() {
-  RequestList list;
+NegotiationStats Runtime::Stats() {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return published_;
+}
+
+void Runtime::PublishStats() {
+  stats_.counts = negotiator_->counts();
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  published_ = stats_;
+}
+
+bool Runtime::TakeQueued() {
+  bool shut_down = false;
+  std::string reason;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Operation& op : queue_) {
-      list.requests.push_back(op.request);
-      joined_ |= op.request.collective == Collective::JOIN;
-      std::string name = op.request.name;
-      submitted_.emplace(std::move(name), std::move(op));
-    }
-    queue_.clear();
-    list.shutdown = !accepting_ && !shutdown_sent_;
-    if (list.shutdown) list.shutdown_reason = shutdown_reason_;
+    taken_.swap(queue_);
+    woken_at_ = wakeups_;
+    shut_down = !accepting_ && !shutdown_taken_;
+    reason = shutdown_reason_;
   }
-  if (list.requests.empty() && !list.shutdown) return false;
-  shutdown_sent_ |= list.shutdown;
-  if (list.shutdown && !list.shutdown_reason.empty()) {
-    abort_at_ = std::chrono::steady_clock::now() + kFailedRankGrace;
+  const bool any = !taken_.empty() || shut_down;
+  for (Operation& op : taken_) {
+    joined_ |= op.request.collective == Collective::JOIN;
+    negotiator_->Submit(op.request);
+    std::string name = op.request.name;
+    submitted_.emplace(std::move(name), std::move(op));
   }
-  if (coordinator_) {
-    const auto now = Coordinator::Clock::now();
-    for (const Request& r : list.requests) coordinator_->Submit(r, now);
-    if (list.shutdown) coordinator_->RankShutDown(kCoordinator, list.shutdown_reason);
-  } else {
-    SendControl(kCoordinator, kRequestTag, Encode(list));
-  }
-  return true;
-}
-
-bool Runtime::ReceiveRequests() {
-  bool any = false;
-  MPI_Status status;
-  while (MessageWaiting(control_, MPI_ANY_SOURCE, kRequestTag, &status)) {
-    RequestList list = DecodeRequestList(ReceiveMessage(control_, status, kRequestTag));
-    const auto now = Coordinator::Clock::now();
-    for (const Request& r : list.requests) coordinator_->Submit(r, now);
-    if (list.shutdown) coordinator_->RankShutDown(status.MPI_SOURCE, list.shutdown_reason);
-    any = true;
+  taken_.clear();
+  if (shut_down) {
+    shutdown_taken_ = true;
+    negotiator_->ShutDown(reason);
+    if (!reason.empty()) abort_at_ = std::chrono::steady_clock::now() + kFailedRankGrace;
   }
   return any;
 }
 
-// Ready tensors go out at once unless other tensors are still being negotiated: then they wait,
-// for at most the cycle time, so that those can join them in fewer, fused ring passes.
-bool Runtime::RespondIfReady() {
-  const auto now = Coordinator::Clock::now();
-  if (!coordinator_->HasReady()) {
-    holding_since_.reset();
-  } else if (coordinator_->HasPending()) {
-    if (!holding_since_) holding_since_ = now;
-    if (now - *holding_since_ < std::chrono::duration<double, std::milli>(config_.cycle_time_ms)) return false;
+bool Runtime::RunRound() {
+  const bool busy = negotiator_->Busy();
+  const bool timing = timing_;
+  RoundWords* words;
+  {
+    WorkTimer work(timing, &stats_.work_ns);
+    words = &negotiator_->Contribute(std::chrono::steady_clock::now());
+    for (const std::string& line : negotiator_->TakeReports()) std::fprintf(stderr, "[mpirep] %s\n", line.c_str());
+    agreement_->Start(words->data(), words->size());
   }
+  stats_.agreement_bytes += words->size() * static_cast<int64_t>(sizeof(uint64_t));
+  Await([this] { return agreement_->Test(); }, busy ? NegotiationBackoff() : IdleBackoff());
+  last_round_ = std::chrono::steady_clock::now();
+  std::vector<Response> cached;
+  {
+    WorkTimer work(timing, &stats_.work_ns);
+    cached = negotiator_->Agree(*words, last_round_);
+  }
+  PublishStats();  // before the operations end, so that their callers see what ran them
+  for (const Response& response : cached) Execute(response);
+  const bool slow = negotiator_->SlowPhase() && SlowPhase();
+  PublishStats();
+  return !cached.empty() || slow;
+}
+
+// The round's request lists go to rank 0, its response list to every rank; returns whether any
+// response ran.
+bool Runtime::SlowPhase() {
+  const bool timing = timing_;
   ResponseList list;
-  // A tensor with at least a chunk per ring segment already pipelines fully on its own.
-  list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold,
-                              config_.chunk_bytes * topology_.size);
-  if (coordinator_->AllShutDown() && !coordinator_->HasPending()) {
-    Response stop;
-    stop.kind = Response::Kind::STOP;
-    list.responses.push_back(stop);
+  if (topology_.rank != kCoordinator) {
+    if (negotiator_->SendsRequests()) {
+      WorkTimer work(timing, &stats_.work_ns);
+      SendControl(kCoordinator, kRequestTag, Encode(negotiator_->TakeRequests()));
+    }
+    const std::string bytes = AwaitControl(kCoordinator, kResponseTag);
+    WorkTimer work(timing, &stats_.work_ns);
+    list = DecodeResponseList(bytes);
+  } else {
+    for (int sender : negotiator_->Senders()) {
+      const std::string bytes = sender == kCoordinator ? std::string() : AwaitControl(sender, kRequestTag);
+      WorkTimer work(timing, &stats_.work_ns);
+      const auto now = std::chrono::steady_clock::now();
+      negotiator_->Receive(sender, sender == kCoordinator ? negotiator_->TakeRequests() : DecodeRequestList(bytes), now);
+    }
+    WorkTimer work(timing, &stats_.work_ns);
+    list = negotiator_->Decide(std::chrono::steady_clock::now());
+    const std::string bytes = Encode(list);
+    for (int r = 0; r < topology_.size; ++r) {
+      if (r != kCoordinator) SendControl(r, kResponseTag, bytes);
+    }
   }
-  if (list.responses.empty()) return false;
-  holding_since_.reset();
-  const std::string bytes = Encode(list);
-  for (int r = 0; r < topology_.size; ++r) {
-    if (r != kCoordinator) SendControl(r, kResponseTag, bytes);
+  for (const Response& response : list.responses) {
+    negotiator_->Ran(response);
+    Execute(response);
   }
-  for (const Response& response : list.responses) Execute(response);
-  return true;
-}
-
-bool Runtime::ReceiveResponses() {
-  bool any = false;
-  MPI_Status status;
-  while (!stopped_ && MessageWaiting(control_, kCoordinator, kResponseTag, &status)) {
-    ResponseList list = DecodeResponseList(ReceiveMessage(control_, status, kResponseTag));
-    for (const Response& response : list.responses) Execute(response);
-    any = true;
-  }
-  return any;
-}
-
-void Runtime::WarnAboutStalls() {
-  if (config_.stall_check_time_seconds <= 0) return;
-  const auto now = Coordinator::Clock::now();
-  if (now - last_stall_check_ < std::chrono::seconds(1)) return;
-  last_stall_check_ = now;
-  const auto after = std::chrono::duration_cast<Coordinator::Clock::duration>(
-      std::chrono::duration<double>(config_.stall_check_time_seconds));
-  for (const std::string& line : coordinator_->StallWarnings(now, after)) {
-    std::fprintf(stderr, "[mpirep] WARNING: stalled collective: %s\n", line.c_str());
-  }
-  if (config_.stall_shutdown_time_seconds <= 0) return;
-  const std::string error = coordinator_->CancelStalled(
-      now, std::chrono::duration_cast<Coordinator::Clock::duration>(
-               std::chrono::duration<double>(config_.stall_shutdown_time_seconds)));
-  if (!error.empty()) std::fprintf(stderr, "[mpirep] ERROR: %s\n", error.c_str());
+  return !list.responses.empty();
 }
 
 void Runtime::AbortIfFailedLongAgo() {
@@ -353,9 +402,7 @@ void Runtime::Execute(const Response& response) {
               response.error_ranks.end()) {
         return;
       }
-      for (const std::string& name : response.names) {
-        Deliver(name, Status::Error(response.error_code, response.error));
-      }
+      Deliver(response.names, std::vector<Status>(response.names.size(), Status::Error(response.error_code, response.error)));
       return;
     case Response::Kind::EXECUTE:
       break;
@@ -364,7 +411,7 @@ void Runtime::Execute(const Response& response) {
     ChangeProcessSets(response);
     OperationResult result;
     result.new_process_set = response.new_set_id;
-    Deliver(response.names[0], Status::Ok(), result);
+    Deliver(response.names, {Status::Ok()}, result);
     return;
   }
   auto executor = executors_.find(response.process_set);
@@ -386,9 +433,7 @@ void Runtime::Execute(const Response& response) {
   const std::vector<Status> statuses =
       executor->second->executor.Run(response, ops, &result, recording ? &phase_log_ : nullptr);
   if (recording) timeline_.Executed(response, ops, phase_log_);
-  for (size_t i = 0; i < response.names.size(); ++i) {
-    Deliver(response.names[i], statuses[i], result);
-  }
+  Deliver(response.names, statuses, result);
 }
 
 // Every rank runs this in the same response order, so the splits below pair up.
@@ -421,17 +466,23 @@ std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
   return it == process_sets_.end() ? std::vector<int>{} : it->second;
 }
 
-void Runtime::Deliver(const std::string& name, const Status& status, const OperationResult& result) {
-  auto it = submitted_.find(name);
-  if (it == submitted_.end()) return;  // a stand-in, or a failure announced to all ranks
-  Operation op = std::move(it->second);
-  if (op.request.collective == Collective::JOIN) joined_ = false;
-  submitted_.erase(it);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    in_flight_.erase(name);
+void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
+                      const OperationResult& result) {
+  std::vector<std::pair<Operation, const Status*>> ending;
+  ending.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = submitted_.find(names[i]);
+    if (it == submitted_.end()) continue;  // a stand-in, or a failure announced to all ranks
+    if (it->second.request.collective == Collective::JOIN) joined_ = false;
+    ending.emplace_back(std::move(it->second), &statuses[i]);
+    submitted_.erase(it);
   }
-  op.done(status, result);
+  {
+    // before `done`, which may submit the same name again
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [op, status] : ending) in_flight_.erase(op.request.name);
+  }
+  for (auto& [op, status] : ending) op.done(*status, result);
 }
 
 void Runtime::SendControl(int to, int tag, std::string bytes) {
@@ -440,6 +491,42 @@ void Runtime::SendControl(int to, int tag, std::string bytes) {
   if (out.bytes.size() > kMaxMessageBytes) throw std::runtime_error("control message too large");
   MPI_Isend(out.bytes.data(), static_cast<int>(out.bytes.size()), MPI_BYTE, to, tag, control_,
             &out.request);
+  ++stats_.messages_sent;
+  stats_.bytes_sent += static_cast<int64_t>(out.bytes.size());
+}
+
+// The next message with `tag` from `from`, which is in this round and sends it soon.
+std::string Runtime::AwaitControl(int from, int tag) {
+  MPI_Status status;
+  Backoff backoff = NegotiationBackoff();
+  while (!MessageWaiting(control_, from, tag, &status)) {
+    AbortIfFailedLongAgo();
+    const int64_t micros = backoff.NextWaitMicros();
+    if (micros > 0) Nap(micros);
+  }
+  int bytes = 0;
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  std::string message(static_cast<size_t>(bytes), '\0');
+  MPI_Recv(message.data(), bytes, MPI_BYTE, from, tag, control_, MPI_STATUS_IGNORE);
+  ++stats_.messages_received;
+  stats_.bytes_received += bytes;
+  return message;
+}
+
+void Runtime::Await(const std::function<bool()>& done, Backoff backoff) {
+  while (!done()) {
+    AbortIfFailedLongAgo();
+    const int64_t micros = backoff.NextWaitMicros();
+    if (micros > 0) Nap(micros);
+  }
+}
+
+// An enqueue cuts the nap short: the round in progress cannot take the operation, but testing
+// it again at once lets the next round, which can, start as soon as possible.
+void Runtime::Nap(int64_t micros) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait_for(lock, std::chrono::microseconds(micros), [this] { return wakeups_ != woken_at_; });
+  woken_at_ = wakeups_;
 }
 
 void Runtime::ReapSends(bool block) {
@@ -455,23 +542,18 @@ void Runtime::ReapSends(bool block) {
   }
 }
 
-bool Runtime::WaitingOnPeers() const {
-  return !submitted_.empty() || shutdown_sent_ || !outgoing_.empty() ||
-         (coordinator_ && coordinator_->HasPending());
-}
-
-void Runtime::Idle(int64_t wait_micros) {
+// Nothing to do here: keep polling the queue for a short spin window (the next operation of a
+// training step usually follows within microseconds, and waking a sleeping thread costs tens of
+// them), then sleep until an operation is queued, shutdown is asked for, or the next idle round
+// is due.
+void Runtime::Idle(Backoff& backoff) {
+  if (backoff.NextWaitMicros() == 0) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  auto has_work = [this] { return !queue_.empty() || (!accepting_ && !shutdown_sent_); };
-  if (has_work() || wait_micros == 0) return;  // 0: still in the spin window after progress
-  if (!WaitingOnPeers()) {
-    if (coordinator_) {
-      wake_.wait_for(lock, std::chrono::microseconds(kCoordinatorIdleMicros), has_work);
-    } else {
-      wake_.wait(lock, has_work);
-    }
+  auto woken = [this] { return wakeups_ != woken_at_; };
+  if (topology_.size == 1) {
+    wake_.wait(lock, woken);
   } else {
-    wake_.wait_for(lock, std::chrono::microseconds(wait_micros), has_work);
+    wake_.wait_until(lock, last_round_ + kIdleRoundInterval, woken);
   }
 }
 

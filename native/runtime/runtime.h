@@ -3,7 +3,9 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -15,14 +17,28 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/coordinator.h"
+#include "core/and_allreduce.h"
+#include "core/backoff.h"
 #include "core/executor.h"
+#include "core/negotiator.h"
 #include "core/operation.h"
 #include "core/settings.h"
 #include "core/timeline.h"
 #include "process_set_comm.h"
 
 namespace mpirep {
+
+// What negotiation did on this rank since start: the Negotiator's counts, the control messages
+// (the slow phase's request and response lists; the agreement itself is one MPI allreduce per
+// round), and, while timing is on, the thread CPU time of negotiation work (not of waiting or
+// of the collectives themselves).
+struct NegotiationStats {
+  NegotiationCounts counts;
+  int64_t messages_sent = 0, messages_received = 0;
+  int64_t bytes_sent = 0, bytes_received = 0;
+  int64_t agreement_bytes = 0;  // this rank's contributions to the rounds
+  int64_t work_ns = 0;
+};
 
 struct Topology {
   int rank = 0, size = 1;
@@ -57,28 +73,41 @@ class Runtime {
   // quote it, and if they have not all shut down a few seconds later, the job is aborted.
   void Shutdown(const std::string& reason = "");
 
+  // What this rank's negotiation has done so far. Thread-safe.
+  NegotiationStats Stats();
+  // Whether to measure the CPU time of negotiation work. Thread-safe.
+  void TimeNegotiation(bool on) { timing_ = on; }
+
  private:
   void ThreadMain(MPI_Comm comm);
   void Setup(MPI_Comm comm);
+  void CheckSettingsAgree();
   void ChangeProcessSets(const Response& response);
 
-  bool SubmitQueued();
-  bool ReceiveRequests();
-  bool RespondIfReady();
-  bool ReceiveResponses();
-  void WarnAboutStalls();
+  bool TakeQueued();
+  // One round of negotiation with every rank (negotiator.h); true if anything ran.
+  bool RunRound();
+  bool SlowPhase();
   void AbortIfFailedLongAgo();
   void Execute(const Response& response);
-  // Ends the local operation `name`, if this rank submitted it: calls its `done`.
-  void Deliver(const std::string& name, const Status& status, const OperationResult& result = {});
+  // Ends the local operations among `names` (those this rank submitted), `statuses[i]` being
+  // that of `names[i]`: calls their `done`.
+  void Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
+               const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
+  std::string AwaitControl(int from, int tag);
+  // Polls `done` until it returns true.
+  void Await(const std::function<bool()>& done, Backoff backoff);
+  // Sleeps for up to `micros`, or until an operation is queued or shutdown is asked for.
+  void Nap(int64_t micros);
   void ReapSends(bool block);
-  bool WaitingOnPeers() const;
-  void Idle(int64_t wait_micros);
+  void Idle(Backoff& backoff);
+  void PublishStats();
 
   const Config config_;
   Topology topology_;
   std::thread thread_;
+  std::string setup_error_;  // why Setup failed, for the constructor to throw
 
   // Shared with the framework threads, under mutex_.
   std::mutex mutex_;
@@ -86,32 +115,41 @@ class Runtime {
   std::condition_variable started_;
   bool running_ = false;
   std::vector<Operation> queue_;
+  uint64_t wakeups_ = 0;  // counts the events that wake the background thread
   std::unordered_set<std::string> in_flight_;
   std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks, 0 is every rank
   bool accepting_ = true;
   std::string shutdown_reason_;
 
+  // Statistics, copied out after every round under stats_mutex_.
+  std::mutex stats_mutex_;
+  NegotiationStats published_;
+  std::atomic<bool> timing_{false};
+
   // The background thread's own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
   std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_
-  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  std::unique_ptr<Negotiator> negotiator_;
+  std::unique_ptr<MpiTransport> control_transport_;  // the agreement's messages, on control_
+  std::unique_ptr<AndAllreduce> agreement_;
   Timeline timeline_;    // written on rank 0 only
   PhaseLog phase_log_;   // the executor's phases of the collective that ran last, for timeline_
-  std::string setup_error_;  // why Setup failed, the same on every rank
   std::unordered_map<std::string, Operation> submitted_;
+  std::vector<Operation> taken_;  // queue_'s operations, swapped out
   struct Outgoing {
     MPI_Request request;
     std::string bytes;
   };
   std::list<Outgoing> outgoing_;
   bool joined_ = false;  // this rank's join is pending: it stands in for tensors it lacks
-  bool shutdown_sent_ = false;
+  bool shutdown_taken_ = false;
   // Set when this rank has sent a shutdown with a reason (it failed).
   std::optional<std::chrono::steady_clock::time_point> abort_at_;
   bool stopped_ = false;  // rank 0 said STOP
-  std::optional<Coordinator::Clock::time_point> holding_since_;  // ready tensors held back
-  Coordinator::Clock::time_point last_stall_check_;
+  std::chrono::steady_clock::time_point last_round_;
+  uint64_t woken_at_ = 0;  // wakeups_ when the thread last looked
+  NegotiationStats stats_;
 };
 
 }  // namespace mpirep

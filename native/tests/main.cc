@@ -11,12 +11,18 @@ void RunValidationTests();
 void RunExecutorTests();
 void RunSettingsTests();
 void RunHierarchicalTests();
+void RunResponseCacheTests();
+void RunNegotiatorTests();
+void RunAndAllreduceTests();
 void RunTimelineTests();
 
 int main() {
   RunMessageTests();
   RunFusionTests();
   RunCoordinatorTests();
+  RunResponseCacheTests();
+  RunNegotiatorTests();
+  RunAndAllreduceTests();
   RunSettingsTests();
   RunValidationTests();
   RunRingTests();

@@ -7,8 +7,13 @@ from mpijob import mpirun
 STALL_SHUTDOWN_S = 3
 
 
-def test_late_rank_is_reported_and_the_job_completes():
-    job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", "warn", "3"], 60)
+# "cached": the late tensor was negotiated before, so the others' submissions are cache hits
+CACHED = pytest.mark.parametrize("cached", ["new", "cached"])
+
+
+@CACHED
+def test_late_rank_is_reported_and_the_job_completes(cached):
+    job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", "warn", cached, "3"], 60)
     print(job.output[-3000:])
     assert job.returncode == 0
     warnings = [line for line in job.output.splitlines() if "stalled collective" in line]
@@ -16,17 +21,19 @@ def test_late_rank_is_reported_and_the_job_completes():
     assert all("late_tensor" in line and "missing rank 1" in line for line in warnings), warnings
 
 
+@CACHED
 @pytest.mark.parametrize("mode", ["renamed", "late"])
-def test_stall_shutdown_cancels_on_every_rank_and_the_next_collective_works(mode):
-    job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", mode], 60)
+def test_stall_shutdown_cancels_on_every_rank_and_the_next_collective_works(mode, cached):
+    job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", mode, cached], 60)
     print(job.output[-3000:])
     assert job.returncode == 0, job.output[-3000:]
     assert job.output.count("the same StallError as every rank, then a correct allreduce") == 3
     assert job.seconds < 30, f"{job.seconds:.0f} s"
 
 
-def test_uncaught_stall_error_ends_the_job():
-    job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", "never"], 60)
+@CACHED
+def test_uncaught_stall_error_ends_the_job(cached):
+    job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", "never", cached], 60)
     print(job.output[-3000:])
     assert not job.timed_out, "the stall shutdown did not end the job"
     assert job.returncode != 0

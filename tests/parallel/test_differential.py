@@ -1,6 +1,8 @@
 """Randomized differential test: seeded random sequences of collectives (kind, op, dtype, shape,
 root, splits, scale factors), submitted asynchronously in a different random order on each
-rank, compared against a numpy reference computed from every rank's inputs.
+rank, compared against a numpy reference computed from every rank's inputs. Each sequence runs
+twice under the same names, with new inputs: the second time every collective is a repeat and
+runs from the response cache.
 
 Inputs are small integers, so every sum and product is exact in every dtype and the reference
 can demand bit-for-bit equality; averaging and scaling are reproduced in the dtype's own
@@ -14,6 +16,7 @@ import ml_dtypes
 import numpy as np
 
 import mpirep
+from mpirep._native import core
 from ranks import add_to_digest, assert_same_digest_across_ranks
 
 SEQUENCES = int(os.environ.get("MPIREP_DIFFERENTIAL_SEQUENCES", "40"))
@@ -49,8 +52,8 @@ def draw_op(rng, n):
     return spec
 
 
-def rank_input(spec, seq, index, rank, shape):
-    rng = np.random.default_rng([SEED, seq, index, rank])
+def rank_input(spec, seq, index, rank, shape, repeat):
+    rng = np.random.default_rng([SEED, seq, index, rank, repeat])
     if spec["dtype"] == BOOL:
         return rng.random(shape) < 0.5
     low, high = (1, 3) if spec.get("op") == "Product" else (0, 9)
@@ -89,31 +92,31 @@ def reduce_reference(spec, inputs, n):
     return summed if factor == 1.0 else scale(summed, factor, dtype)
 
 
-def submit_and_expect(spec, seq, index, rank, n):
+def submit_and_expect(spec, seq, index, rank, n, repeat):
     """(handle factory, expected result) for this rank."""
     name = f"diff.{seq}.{index}"
     kind = spec["kind"]
     if kind == "allreduce":
-        inputs = [rank_input(spec, seq, index, r, spec["shape"]) for r in range(n)]
+        inputs = [rank_input(spec, seq, index, r, spec["shape"], repeat) for r in range(n)]
         expected = reduce_reference(spec, inputs, n)
         return (lambda: mpirep.allreduce_async(inputs[rank], op=spec["op"], name=name,
                                                prescale_factor=spec["prescale"],
                                                postscale_factor=spec["postscale"])), expected
     if kind == "broadcast":
-        inputs = [rank_input(spec, seq, index, r, spec["shape"]) for r in range(n)]
+        inputs = [rank_input(spec, seq, index, r, spec["shape"], repeat) for r in range(n)]
         return (lambda: mpirep.broadcast_async(inputs[rank], spec["root"], name=name)), inputs[spec["root"]]
     if kind == "allgather":
-        inputs = [rank_input(spec, seq, index, r, (rows,) + spec["rest"]) for r, rows in enumerate(spec["rows"])]
+        inputs = [rank_input(spec, seq, index, r, (rows,) + spec["rest"], repeat) for r, rows in enumerate(spec["rows"])]
         return (lambda: mpirep.allgather_async(inputs[rank], name=name)), np.concatenate(inputs)
     if kind == "reducescatter":
-        inputs = [rank_input(spec, seq, index, r, spec["shape"]) for r in range(n)]
+        inputs = [rank_input(spec, seq, index, r, spec["shape"], repeat) for r in range(n)]
         full = reduce_reference(spec, inputs, n)
         counts = [spec["shape"][0] // n + (1 if r < spec["shape"][0] % n else 0) for r in range(n)]
         start = sum(counts[:rank])
         return (lambda: mpirep.reducescatter_async(inputs[rank], op=spec["op"], name=name)), \
             full[start:start + counts[rank]]
     splits = spec["splits"]
-    inputs = [rank_input(spec, seq, index, r, (sum(splits[r]),) + spec["rest"]) for r in range(n)]
+    inputs = [rank_input(spec, seq, index, r, (sum(splits[r]),) + spec["rest"], repeat) for r in range(n)]
     pieces = [inputs[src][sum(splits[src][:rank]):sum(splits[src][:rank + 1])] for src in range(n)]
     return (lambda: mpirep.alltoall_async(inputs[rank], splits=splits[rank], name=name)), \
         (np.concatenate(pieces), np.array([splits[src][rank] for src in range(n)]))
@@ -131,23 +134,29 @@ def assert_matches(result, expected, what):
 
 def test_random_sequences_match_numpy():
     n, rank = mpirep.size(), mpirep.rank()
-    mismatches, checked = [], 0
+    mismatches, checked, misses = [], 0, []
     results = hashlib.sha256()  # a digest, not the arrays: long runs would not fit in memory
     for seq in range(SEQUENCES):
         shared = np.random.default_rng([SEED, seq])
         specs = [draw_op(shared, n) for _ in range(OPS_PER_SEQUENCE)]
-        plans = [submit_and_expect(spec, seq, i, rank, n) for i, spec in enumerate(specs)]
-        order = np.random.default_rng([SEED, seq, 1000 + rank]).permutation(len(plans))
-        handles = {i: plans[i][0]() for i in order}
-        for i, spec in enumerate(specs):
-            result = mpirep.synchronize(handles[i])
-            try:
-                assert_matches(result, plans[i][1], f"sequence {seq} op {i} {spec}")
-            except AssertionError as e:
-                mismatches.append(str(e))
-            if spec["kind"] in ("allreduce", "broadcast", "allgather"):  # the same on every rank
-                add_to_digest(results, result)
-            checked += 1
+        for repeat in range(2):
+            cached = core().negotiation_stats()["cached_tensors"]
+            plans = [submit_and_expect(spec, seq, i, rank, n, repeat) for i, spec in enumerate(specs)]
+            order = np.random.default_rng([SEED, seq, 1000 + rank, repeat]).permutation(len(plans))
+            handles = {i: plans[i][0]() for i in order}
+            for i, spec in enumerate(specs):
+                result = mpirep.synchronize(handles[i])
+                try:
+                    assert_matches(result, plans[i][1], f"sequence {seq} pass {repeat} op {i} {spec}")
+                except AssertionError as e:
+                    mismatches.append(str(e))
+                if spec["kind"] in ("allreduce", "broadcast", "allgather"):  # the same on every rank
+                    add_to_digest(results, result)
+                checked += 1
+            hits = core().negotiation_stats()["cached_tensors"] - cached
+            if hits != repeat * len(specs):
+                misses.append(f"sequence {seq} pass {repeat}: {hits} of {len(specs)} ran from the cache")
     assert not mismatches, f"{len(mismatches)} of {checked} collectives differ from numpy:\n" + \
         "\n".join(mismatches[:5])
+    assert not misses, "\n".join(misses[:5])
     assert_same_digest_across_ranks(results)

@@ -7,14 +7,6 @@ from lifecycle import reinitialized
 from ranks import assert_identical_across_ranks
 
 
-@pytest.fixture
-def even_ranks():
-    members = list(range(0, mpirep.size(), 2))
-    process_set = mpirep.add_process_set(members)
-    yield process_set, members
-    mpirep.remove_process_set(process_set)
-
-
 def test_collectives_inside_a_set(even_ranks):
     process_set, members = even_ranks
     rank = mpirep.rank()

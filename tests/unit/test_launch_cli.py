@@ -57,6 +57,11 @@ def test_tuning_flags_become_mpirep_variables(mpi, capsys):
                         "MPIREP_TIMELINE"]
 
 
+def test_cache_flags(mpi, capsys):
+    assert dry_run(capsys, "-np", "2", "--cache-capacity", "2048", "t")[0] == "MPIREP_CACHE_CAPACITY=2048"
+    assert dry_run(capsys, "-np", "2", "--disable-cache", "t")[0] == "MPIREP_CACHE_CAPACITY=0"
+
+
 def test_remote_hosts_get_the_environment_by_name(mpi, capsys):
     words = dry_run(capsys, "-H", "here:2,far:2", "python", "t.py")
     assert words[words.index("-np") + 1] == "4"   # the slots, without -np

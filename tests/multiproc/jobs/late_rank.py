@@ -1,6 +1,8 @@
-"""Rank 1 of 3 does not bring the tensor 'late_tensor' when the others do; argv[1] says how:
+"""Rank 1 of 3 does not bring the tensor 'late_tensor' when the others do; argv[1] says how,
+and argv[2] is "new" or "cached" (then every rank first reduces 'late_tensor' twice, so that the
+others' next one is a response cache hit, whose stall rank 0 must still report and cancel):
 
-  warn      it comes argv[2] seconds late; the stall inspector (1 s) warns, the job completes
+  warn      it comes argv[3] seconds late; the stall inspector (1 s) warns, the job completes
   renamed   it names the tensor 'late_tensor_renamed' instead; the stall shutdown (3 s) cancels
             both tensors, every rank catches the same StallError, and the next allreduces work,
             also under either name: each side waited for the other, so neither is late for the
@@ -28,9 +30,13 @@ def reduce(name):
     return mpirep.allreduce(np.full(3, rank + 1.0), op=mpirep.Sum, name=name)
 
 
+if sys.argv[2] == "cached":
+    for _ in range(2):
+        np.testing.assert_array_equal(reduce("late_tensor"), expected)
+
 if mode == "warn":
     if rank == 1:
-        time.sleep(float(sys.argv[2]))
+        time.sleep(float(sys.argv[3]))
     np.testing.assert_array_equal(reduce("late_tensor"), expected)
 elif mode == "never":
     if rank == 1:

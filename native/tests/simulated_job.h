@@ -1,0 +1,129 @@
+// A job of Negotiators in one thread: rounds are run the way the runtime runs them over MPI
+// (contributions ANDed together, request lists to rank 0, its response list to every rank),
+// and what each rank would run is recorded instead of run.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/negotiator.h"
+
+namespace mpirep_test {
+
+// What one rank ran, in order.
+struct Ran {
+  std::vector<std::string> names;  // one collective (several names when fused)
+  mpirep::Response::Kind kind;
+  std::string error;
+  bool cached;  // ran from the response cache
+};
+
+class SimulatedJob {
+ public:
+  using Clock = mpirep::Negotiator::Clock;
+
+  SimulatedJob(int size, const mpirep::Config& config) : size_(size), ran_(size) {
+    for (int r = 0; r < size; ++r) ranks_.push_back(std::make_unique<mpirep::Negotiator>(r, size, config));
+    sets_[0] = {};
+    for (int r = 0; r < size; ++r) sets_[0].insert(r);
+  }
+
+  int size() const { return size_; }
+  mpirep::Negotiator& rank(int r) { return *ranks_[r]; }
+  const std::vector<Ran>& ran(int r) const { return ran_[r]; }
+  const std::vector<std::string>& reports() const { return reports_; }
+  Clock::time_point now = Clock::now();
+
+  // A request as rank `r` makes it: allreduce of float32 of `shape` unless changed.
+  static mpirep::Request Make(int r, const std::string& name, mpirep::Shape shape = {4}) {
+    mpirep::Request request;
+    request.rank = r;
+    request.name = name;
+    request.shape = std::move(shape);
+    return request;
+  }
+  void Submit(int r, mpirep::Request request) {
+    request.rank = r;
+    outstanding_[r].insert(request.name);
+    ranks_[r]->Submit(request);
+  }
+  // The names rank `r` submitted that have not run or failed yet.
+  const std::set<std::string>& outstanding(int r) { return outstanding_[r]; }
+
+  // One round on every rank. Returns whether it had a slow phase.
+  bool Round() {
+    std::vector<mpirep::RoundWords*> words;
+    for (auto& n : ranks_) words.push_back(&n->Contribute(now));
+    std::vector<uint64_t> agreed(words[0]->data(), words[0]->data() + words[0]->size());
+    for (auto* w : words) {
+      for (int64_t i = 0; i < w->size(); ++i) agreed[i] &= w->data()[i];
+    }
+    std::vector<std::vector<mpirep::Response>> fast(size_);
+    for (int r = 0; r < size_; ++r) {
+      std::copy(agreed.begin(), agreed.end(), words[r]->data());
+      fast[r] = ranks_[r]->Agree(*words[r], now);
+    }
+    for (const std::string& line : ranks_[0]->TakeReports()) reports_.push_back(line);
+    for (int r = 0; r < size_; ++r) {
+      for (const mpirep::Response& response : fast[r]) Record(r, response, true);
+    }
+    if (!ranks_[0]->SlowPhase()) return false;
+    std::map<int, mpirep::RequestList> lists;
+    for (int r = 0; r < size_; ++r) {
+      if (ranks_[r]->SendsRequests()) lists[r] = ranks_[r]->TakeRequests();
+    }
+    for (int sender : ranks_[0]->Senders()) ranks_[0]->Receive(sender, lists.at(sender), now);
+    const mpirep::ResponseList list = ranks_[0]->Decide(now);
+    for (const mpirep::Response& response : list.responses) {
+      for (int r = 0; r < size_; ++r) {
+        ranks_[r]->Ran(response);
+        Record(r, response, false);
+      }
+      if (response.kind == mpirep::Response::Kind::EXECUTE &&
+          response.collective == mpirep::Collective::ADD_PROCESS_SET) {
+        sets_[response.new_set_id] = std::set<int>(response.new_set_ranks.begin(), response.new_set_ranks.end());
+      }
+    }
+    return true;
+  }
+
+  // Rounds until no rank is busy, at most `limit`.
+  int Settle(int limit = 20) {
+    int rounds = 0;
+    while (rounds < limit && std::any_of(ranks_.begin(), ranks_.end(), [](auto& n) { return n->Busy(); })) {
+      Round();
+      ++rounds;
+    }
+    return rounds;
+  }
+
+  void AddSet(int32_t id, std::set<int> members) { sets_[id] = std::move(members); }
+
+ private:
+  // What the runtime would do on rank `r`: run what its sets run, deliver errors for what it
+  // submitted.
+  void Record(int r, const mpirep::Response& response, bool cached) {
+    using Kind = mpirep::Response::Kind;
+    if (response.kind == Kind::EXECUTE && !sets_.at(response.process_set).count(r)) return;
+    if (response.kind == Kind::ERROR) {
+      const auto& ranks = response.error_ranks;
+      if (!outstanding_[r].count(response.names[0])) return;
+      if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), r) == ranks.end()) return;
+    }
+    for (const std::string& name : response.names) outstanding_[r].erase(name);
+    ran_[r].push_back({response.names, response.kind, response.error, cached});
+  }
+
+  int size_;
+  std::vector<std::unique_ptr<mpirep::Negotiator>> ranks_;
+  std::vector<std::vector<Ran>> ran_;
+  std::vector<std::string> reports_;
+  std::map<int32_t, std::set<int>> sets_;
+  std::map<int, std::set<std::string>> outstanding_;
+};
+
+}  // namespace mpirep_test
