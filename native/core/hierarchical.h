@@ -60,6 +60,7 @@ class HierarchicalAllreduce {
       RunNext();
       across_.Wait(handle);
     }
+    bool Test(Handle handle) override { return across_.Test(handle); }
     void Queue(std::function<void()> work) { queue_.push_back(std::move(work)); }
     void RunAll() {
       while (!queue_.empty()) RunNext();

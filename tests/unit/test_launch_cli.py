@@ -85,7 +85,7 @@ def test_horovodrun_command_line_ports(mpi, capsys):
     text = " ".join(words)
     assert "--mca pml ob1 python t.py" in text
     assert "btl_tcp_if_include eth1" in text and "plm_rsh_args -p 2222" in text
-    assert words[0] == "MPIREP_HIERARCHICAL_ALLREDUCE=1"
+    assert set(words[:2]) == {"MPIREP_HIERARCHICAL_ALLREDUCE=1", "MPIREP_CACHE_CAPACITY=2048"}
 
 
 @pytest.mark.parametrize("flags,value", [(["--hierarchical-allreduce"], "1"),
