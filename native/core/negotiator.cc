@@ -279,8 +279,9 @@ void Negotiator::CheckStalls(Clock::time_point now) {
 // demotes those that waited too long.
 void Negotiator::TrackPartial(const RoundWords& agreed, Clock::time_point now) {
   for (int64_t w = 0; w < agreed.position_words(); ++w) {
-    const uint64_t ran = hold_ ? 0 : agreed.ReadyEverywhere(w);
-    uint64_t partial = agreed.SubmittedSomewhere(w) & ~ran;
+    // Ready everywhere is complete even while held: counting it as partial would keep rank 0
+    // holding it until the cycle time ran out, or demote it after a second.
+    uint64_t partial = agreed.SubmittedSomewhere(w) & ~agreed.ReadyEverywhere(w);
     ForEachBit(partial, w, [&](int64_t position) {
       if (!cache_.Occupied(position)) {
         partial &= ~(uint64_t{1} << (position % 64));

@@ -10,7 +10,9 @@ the timeline is recorded, argv[2] is the folder the timelines go to:
   bad_path   MPIREP_TIMELINE names a file rank 0 cannot create: init fails on every rank
 
 A step: every rank submits four small allreduces and a large one, asynchronously, the last rank
-one second after the others, so that it is the last rank the timeline names; a cycle time longer
+a quarter of a second after the others, so that it is the last rank the timeline names (and well
+within the second after which rank 0 sends a cached tensor that some ranks have not submitted
+back to full negotiation, which would split the step's fused pass); a cycle time longer
 than the job holds the small ones until all are ready, so that they fuse into one ring pass.
 """
 import os
@@ -31,7 +33,7 @@ CHUNK_BYTES = 4096
 def step(prefix):
     n, rank = mpirep.size(), mpirep.rank()
     if rank == n - 1:
-        time.sleep(1.0)
+        time.sleep(0.25)
     smalls = [mpirep.allreduce_async(np.arange(5, dtype=np.int32) * (rank + 1) + i, op=mpirep.Sum,
                                      name=f"{prefix}small/{i}") for i in range(SMALL)]
     large = mpirep.allreduce_async(np.full(LARGE_ELEMENTS, rank + 1.0), op=mpirep.Sum, name=f"{prefix}large")
