@@ -152,11 +152,16 @@ def test_timeline_of_keras_training_started_at_run_time(tmp_path):
     for name, spans in tracks.items():
         operations = trace_events.operations(spans)
         assert len(operations) == 4, (name, operations)
-        for operation in operations:
+        for index, operation in enumerate(operations):
             phases = [span["name"] for span in operation]
-            assert phases in (["NEGOTIATE", "QUEUE", "RING_ALLREDUCE"],
-                              ["NEGOTIATE", "QUEUE", "PACK", "RING_ALLREDUCE", "UNPACK"]), (name, phases)
-            assert operation[0]["args"]["last_rank"] in (0, 1)
+            # the first step is negotiated; a repeat may run from the response cache, which
+            # skips rank 0 and so has no NEGOTIATE or QUEUE phase
+            negotiated = phases[:2] == ["NEGOTIATE", "QUEUE"]
+            assert negotiated or index > 0, (name, phases)
+            executed = phases[2:] if negotiated else phases
+            assert executed in (["RING_ALLREDUCE"], ["PACK", "RING_ALLREDUCE", "UNPACK"]), (name, phases)
+            if negotiated:
+                assert operation[0]["args"]["last_rank"] in (0, 1)
             assert operation[-1]["args"]["tensor_bytes"] == 4 * sizes[name]
     assert trace_events.cycles(events)
 
