@@ -118,13 +118,33 @@ void TimeNegotiation(int on) {
   if (runtime) runtime->TimeNegotiation(on != 0);
 }
 
+int CurrentSetting(const char* name, char* value, size_t size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return 0;
+  std::string text;
+  try {
+    text = GetSetting(runtime->Settings(), name);
+  } catch (const std::invalid_argument&) {
+    return -1;
+  }
+  if (text.size() >= size) return -2;
+  std::memcpy(value, text.c_str(), text.size() + 1);
+  return 1;
+}
+
+int AutotuneFinished() {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  return runtime && runtime->AutotuneFinished() ? 1 : 0;
+}
+
 void* GetOutputBuffer(size_t bytes, size_t* capacity) { return OutputPool().Get(bytes, capacity); }
 
 void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capacity); }
 
 const mpirep_api kApi = {MPIREP_API_VERSION, Start,           Shutdown,        IsInitialized,
                          GetTopology,        ProcessSetRanks, Enqueue,         GetOutputBuffer,
-                         PutOutputBuffer,    GetNegotiationStats, TimeNegotiation};
+                         PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, CurrentSetting,
+                         AutotuneFinished};
 
 }  // namespace
 }  // namespace mpirep

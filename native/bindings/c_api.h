@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 5
+#define MPIREP_API_VERSION 6
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -105,6 +105,12 @@ typedef struct mpirep_api {
   int (*negotiation_stats)(mpirep_negotiation_stats* out);
   /* Turns the measuring of work_ns on or off (off at start: it costs a system call per step). */
   void (*time_negotiation)(int on);
+  /* The value now in force of setting `name` (core/settings.def), the same on every rank, as
+   * text into value[0 .. size): autotuning changes some. Returns 1; 0 when not started; -1 for
+   * an unknown name; -2 when `size` is too small. */
+  int (*current_setting)(const char* name, char* value, size_t size);
+  /* 1 once autotuning has ended and every rank uses its final choice, else 0. */
+  int (*autotune_finished)(void);
 } mpirep_api;
 
 const mpirep_api* mpirep_get_api(void);

@@ -31,6 +31,11 @@ Executor::Executor(Transport& transport, int64_t chunk_bytes)
       chunk_bytes_(static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes))),
       ring_(transport, chunk_bytes_) {}
 
+void Executor::SetChunkBytes(int64_t chunk_bytes) {
+  chunk_bytes_ = static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes));
+  ring_.SetChunkBytes(chunk_bytes_);
+}
+
 char* Executor::Scratch(std::vector<char>& buffer, size_t bytes) {
   if (buffer.size() < bytes) buffer.resize(bytes);
   return buffer.data();

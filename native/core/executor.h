@@ -20,6 +20,8 @@ class Executor {
   // Returns one status per op, and fills `result` for alltoall and join.
   std::vector<Status> Run(const Response& response, const std::vector<Operation*>& ops,
                           OperationResult* result);
+  // For the collectives that follow (autotuning changes it on every rank at the same point).
+  void SetChunkBytes(int64_t chunk_bytes);
 
  private:
   std::vector<Status> Allreduce(const Response& response, const std::vector<Operation*>& ops);
@@ -38,7 +40,7 @@ class Executor {
   Transport& transport_;
   const int rank_;
   const int size_;
-  const size_t chunk_bytes_;
+  size_t chunk_bytes_;
   Ring ring_;
   std::vector<char> fusion_buffer_;  // reused by every fused allreduce; grows, never shrinks
   std::vector<char> spare_;          // for outputs the adapter could not allocate

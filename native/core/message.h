@@ -2,7 +2,9 @@
 // byte encoding for the control messages.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common.h"
@@ -68,8 +70,16 @@ struct Response {
   int64_t bytes = 0;
 };
 
+// New values of settings, chosen by rank 0's autotuner (autotuner.h), which every rank applies
+// before it runs the responses of the list that carries them.
+struct Retune {
+  std::vector<std::pair<std::string, std::string>> settings;  // name, value as text
+  bool final = false;  // tuning has ended; these settings stay
+};
+
 struct ResponseList {
   std::vector<Response> responses;
+  std::optional<Retune> retune;
 };
 
 std::string Encode(const RequestList& list);

@@ -12,7 +12,8 @@
 //      for stall cancellations), the slow phase: those ranks send their request lists to rank
 //      0, whose Coordinator decides, and rank 0 sends every rank the same response list, which
 //      each carries out in list order: collectives through the Executor, then each operation's
-//      `done`.
+//      `done`. With autotuning on, rank 0 also forces a slow phase when its autotuner has chosen
+//      new settings; the list carries them and every rank switches before running it.
 // A rank with operations pending starts the next round at once. An idle rank still takes part,
 // since other ranks' tensors (of process sets it is not in), stall reports and shutdowns need
 // every rank's round: after a short spin window it sleeps until an enqueue wakes it or the next
@@ -83,7 +84,7 @@ class WorkTimer {
 
 }  // namespace
 
-Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config) {
+Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config), published_config_(config) {
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_SERIALIZED) {
@@ -125,7 +126,15 @@ void Runtime::Setup(MPI_Comm comm) {
     for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
   }
   negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_);
-  if (topology_.rank == kCoordinator) timeline_ = std::make_unique<Timeline>(config_.timeline);
+  if (topology_.rank == kCoordinator) {
+    timeline_ = std::make_unique<Timeline>(config_.timeline);
+    if (config_.autotune) {
+      autotuner_ = std::make_unique<Autotuner>(config_, DefaultTunedParameters());
+      if (!config_.autotune_log.empty()) {
+        autotune_log_ = std::make_unique<AutotuneLog>(config_.autotune_log, autotuner_->parameters());
+      }
+    }
+  }
   last_round_ = std::chrono::steady_clock::now();
 }
 
@@ -331,6 +340,7 @@ bool Runtime::SlowPhase() {
       if (r != kCoordinator) SendControl(r, kResponseTag, bytes);
     }
   }
+  if (list.retune) Apply(*list.retune);
   for (const Response& response : list.responses) {
     negotiator_->Ran(response);
     Execute(response);
@@ -396,6 +406,7 @@ void Runtime::Execute(const Response& response) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Status> statuses = executor->second->executor.Run(response, ops, &result);
   if (timeline_ && timeline_->enabled()) Record(response, ops, start);
+  if (autotuner_ && response.collective == Collective::ALLREDUCE && response.process_set == 0) Tune(ops, start);
   for (size_t i = 0; i < response.names.size(); ++i) {
     Deliver(response.names[i], statuses[i], result);
   }
@@ -411,6 +422,41 @@ void Runtime::Record(const Response& response, const std::vector<Operation*>& op
     timeline_->Phase(op->request.name, "NEGOTIATE", op->enqueued_at, start);
     timeline_->Phase(op->request.name, CollectiveName(response.collective), start, end, detail);
   }
+}
+
+void Runtime::Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock::time_point start) {
+  for (const Operation* op : ops) {
+    const int64_t bytes = NumElements(op->request.shape) * ElementSize(op->request.dtype);
+    const std::optional<Trial> trial = autotuner_->Observe(op->request.name, bytes, start);
+    if (!trial) continue;
+    if (autotune_log_) {
+      autotune_log_->Write(*trial);
+      if (autotuner_->finished()) autotune_log_->WriteFinal(autotuner_->best());
+    }
+    negotiator_->Propose(autotuner_->Change());
+  }
+}
+
+void Runtime::Apply(const Retune& retune) {
+  for (const auto& [name, value] : retune.settings) {
+    const std::string error = SetSetting(&config_, name, value);
+    if (!error.empty()) throw std::runtime_error("autotuning chose a bad value: " + error);
+  }
+  negotiator_->Reconfigure(config_);
+  for (auto& [id, set] : executors_) set->executor.SetChunkBytes(config_.chunk_bytes);
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  published_config_ = config_;
+  autotune_finished_ |= retune.final;
+}
+
+Config Runtime::Settings() {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return published_config_;
+}
+
+bool Runtime::AutotuneFinished() {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return autotune_finished_;
 }
 
 // Every rank runs this in the same response order, so the splits below pair up.

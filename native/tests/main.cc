@@ -12,6 +12,7 @@ void RunExecutorTests();
 void RunSettingsTests();
 void RunResponseCacheTests();
 void RunNegotiatorTests();
+void RunAutotunerTests();
 
 int main() {
   RunMessageTests();
@@ -19,6 +20,7 @@ int main() {
   RunCoordinatorTests();
   RunResponseCacheTests();
   RunNegotiatorTests();
+  RunAutotunerTests();
   RunSettingsTests();
   RunValidationTests();
   RunRingTests();
