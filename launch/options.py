@@ -10,7 +10,7 @@ IGNORED_HOROVOD_FLAGS = (
     ("--mpi", False),
     ("--hierarchical-allreduce", False), ("--no-hierarchical-allreduce", False),
     ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
-    ("--autotune", False), ("--autotune-log-file", True), ("--timeline-mark-cycles", False),
+    ("--timeline-mark-cycles", False),
     ("--log-level", True),
 )
 

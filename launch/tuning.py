@@ -2,7 +2,7 @@
 (native/core/settings.def) that names a flag, turned into the MPIREP_* variable that every
 rank's core reads. Reading the table loads neither mpirep's native core nor TensorFlow."""
 
-from mpirep._settings_table import FLAG_UNIT_FACTORS, SETTINGS
+from mpirep._settings_table import FLAG_UNIT_FACTORS, SETTINGS, SWITCH
 
 TUNED_SETTINGS = tuple(s for s in SETTINGS if s.flag)
 _CACHE_CAPACITY = next(s for s in SETTINGS if s.name == "cache_capacity")
@@ -11,6 +11,9 @@ _CACHE_CAPACITY = next(s for s in SETTINGS if s.name == "cache_capacity")
 def add_tuning_flags(group, number):
     """Adds the flags to an argparse group; ``number`` parses a numeric flag's value."""
     for setting in TUNED_SETTINGS:
+        if setting.flag_unit == SWITCH:
+            group.add_argument(setting.flag, action="store_const", const=1, help=setting.meaning)
+            continue
         unit = f" (the flag takes {setting.flag_unit})" if setting.flag_unit in FLAG_UNIT_FACTORS else ""
         group.add_argument(setting.flag, type=str if setting.type is str else number,
                            help=setting.meaning + unit)

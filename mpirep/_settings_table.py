@@ -13,6 +13,8 @@ TABLE = "core/settings.def"
 _TYPES = {"int": int, "float": float, "str": str}
 #: mpirep-run flag units that differ from the setting's own unit, and the factor between them.
 FLAG_UNIT_FACTORS = {"MiB": 1 << 20}
+#: The flag unit of a flag that takes no value and sets the setting to 1.
+SWITCH = "switch"
 
 
 class Setting(NamedTuple):

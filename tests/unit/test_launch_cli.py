@@ -87,10 +87,20 @@ def test_horovodrun_command_line_ports(mpi, capsys):
     assert "btl_tcp_if_include eth1" in text and "plm_rsh_args -p 2222" in text
 
 
+def test_autotune_flags(mpi, capsys):
+    rc = cli.main(["--dry-run", "-np", "2", "--autotune", "--autotune-log-file", "/tmp/at.csv",
+                   "--autotune-warmup-samples", "1", "--autotune-steps-per-sample", "4", "t"], BASE_ENV)
+    out, err = capsys.readouterr()
+    assert rc == 0 and "ignoring" not in err
+    assert shlex.split(out)[:4] == ["MPIREP_AUTOTUNE=1", "MPIREP_AUTOTUNE_LOG=/tmp/at.csv",
+                                    "MPIREP_AUTOTUNE_WARMUP_SAMPLES=1", "MPIREP_AUTOTUNE_STEPS_PER_SAMPLE=4"]
+    assert "MPIREP_AUTOTUNE" not in " ".join(dry_run(capsys, "-np", "2", "t"))
+
+
 def test_ignored_horovodrun_flags_warn(mpi, capsys):
-    cli.main(["--dry-run", "--autotune", "--log-level", "INFO", "-np", "1", "t"], BASE_ENV)
+    cli.main(["--dry-run", "--timeline-mark-cycles", "--log-level", "INFO", "-np", "1", "t"], BASE_ENV)
     err = capsys.readouterr().err
-    assert "ignoring horovodrun's --autotune" in err and "ignoring horovodrun's --log-level" in err
+    assert "ignoring horovodrun's --timeline-mark-cycles" in err and "ignoring horovodrun's --log-level" in err
 
 
 def test_mpich_gets_genv(mpi, capsys):
