@@ -6,6 +6,9 @@
 namespace mpirep {
 namespace {
 
+// A pass varies each setting once; another follows while the last one found a better point.
+constexpr int kMaxPasses = 3;
+
 Config With(Config config, const std::string& name, const std::string& value) {
   const std::string error = SetSetting(&config, name, value);
   if (!error.empty()) throw std::invalid_argument("autotuning candidate: " + error);
@@ -84,15 +87,20 @@ void Autotuner::CloseSample(Clock::time_point at) {
 }
 
 void Autotuner::Advance() {
-  for (; parameter_ < parameters_.size(); ++parameter_, candidate_ = 0) {
-    const TunedParameter& parameter = parameters_[parameter_];
-    while (candidate_ < parameter.candidates.size()) {
-      Config next = With(best_point_, parameter.name, parameter.candidates[candidate_++]);
-      if (std::find(tried_.begin(), tried_.end(), Values(next)) == tried_.end()) {
-        point_ = next;
-        return;
+  while (true) {
+    for (; parameter_ < parameters_.size(); ++parameter_, candidate_ = 0) {
+      const TunedParameter& parameter = parameters_[parameter_];
+      while (candidate_ < parameter.candidates.size()) {
+        Config next = With(best_point_, parameter.name, parameter.candidates[candidate_++]);
+        if (std::find(tried_.begin(), tried_.end(), Values(next)) == tried_.end()) {
+          point_ = next;
+          return;
+        }
       }
     }
+    if (best_.index == pass_start_best_ || ++passes_ == kMaxPasses) break;
+    pass_start_best_ = best_.index;
+    parameter_ = 0;
   }
   point_ = best_point_;
   finished_ = true;

@@ -4,10 +4,13 @@
 //
 // The search is a coordinate search over a coarse grid: the starting point is tried first, then
 // each tuned setting in turn takes each of its candidate values while the others stay at the
-// best point so far; the best point of all trials is the final choice. Throughput is nearly
-// separable in these settings (the threshold decides how many buffers a step has, the chunk how
-// each one pipelines, the cycle time how long ready tensors wait), so one pass finds what a full
-// grid would, in the sum rather than the product of the candidate counts. Every trial is
+// best point so far (a pass); points already tried are not tried again. While a pass finds a
+// better point, another pass follows (three at most), since a setting varied early was measured
+// beside the others' starting values, which may have been bad enough to hide its effect. The
+// best point of all trials is the final choice. Throughput is nearly separable in these
+// settings (the threshold decides how many buffers a step has, the chunk how each one
+// pipelines, the cycle time how long ready tensors wait), so a pass or two find what a full grid
+// would, in the sum rather than the product of the candidate counts. Every trial is
 // deterministic given the scores.
 //
 // A sample spans `autotune_steps_per_sample` training steps: a step is counted each time the
@@ -78,6 +81,8 @@ class Autotuner {
   Trial best_{-1, {}, -1};
   size_t parameter_ = 0;  // the setting being varied, and the next candidate of it to try
   size_t candidate_ = 0;
+  int passes_ = 0;               // passes completed
+  int64_t pass_start_best_ = 0;  // the best trial when the pass began (the start, at first)
   std::vector<std::vector<std::pair<std::string, std::string>>> tried_;  // each trial's point, in order
   bool finished_ = false;
 

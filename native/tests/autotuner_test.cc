@@ -93,8 +93,12 @@ void FindsTheOptimumFromTheDefaults() {
   CHECK(run.final_point.fusion_threshold == 16 << 20 && run.final_point.cycle_time_ms == 0.5 &&
             run.final_point.chunk_bytes == 256 << 10,
         << run.final_point.fusion_threshold << " " << run.final_point.cycle_time_ms << " " << run.final_point.chunk_bytes);
-  // The start, 4 thresholds (2 MiB is not a candidate), 3 other cycle times, 3 other chunks.
-  CHECK(run.trials.size() == 11, << run.trials.size());
+  // Pass 1: the start, 4 thresholds (2 MiB is not a candidate), 3 other cycle times, 3 other
+  // chunks. Pass 2, since pass 1 moved: 3 other thresholds and 3 other cycle times beside the
+  // best chunk (the chunks beside the best of the others were all tried). Nothing better: done.
+  CHECK(run.trials.size() == 17, << run.trials.size());
+  CHECK(run.trials[11].settings == (std::vector<std::pair<std::string, std::string>>{
+                                       {"fusion_threshold", "1048576"}, {"cycle_time_ms", "0.5"}, {"chunk_bytes", "262144"}}));
   CHECK(Value(run.trials[0], "fusion_threshold") == "2097152" && Value(run.trials[0], "cycle_time_ms") == "0" &&
         Value(run.trials[0], "chunk_bytes") == "1048576");
   // Each score is the throughput of its point, exactly, since every sample spans whole steps.
@@ -105,14 +109,16 @@ void FindsTheOptimumFromTheDefaults() {
   }
   // Trials take (warm-up + samples) x steps per sample steps each, a step more for the marker.
   const int per_trial = (start.autotune_warmup_samples + start.autotune_samples_per_trial) * start.autotune_steps_per_sample;
-  CHECK(run.steps >= 11 * per_trial && run.steps <= 11 * (per_trial + 1), << run.steps);
+  CHECK(run.steps >= 17 * per_trial && run.steps <= 17 * (per_trial + 1), << run.steps);
 }
 
 void FindsTheOptimumFromABadStart() {
   const Run run = Simulate(Start(64 << 10, 20, 4 << 10), Separable);
   CHECK(run.final_point.fusion_threshold == 16 << 20 && run.final_point.cycle_time_ms == 0.5 &&
         run.final_point.chunk_bytes == 256 << 10);
-  CHECK(run.trials.size() == 13, << run.trials.size());
+  // Pass 1: the start and 4 candidates of each; pass 2: 3 other thresholds and cycle times
+  // beside the good chunk size.
+  CHECK(run.trials.size() == 19, << run.trials.size());
   CHECK(run.trials[0].score < run.trials.back().score);
 }
 
@@ -122,7 +128,7 @@ void OptimumOnTheGridEdgeAndTies() {
   const Run run = Simulate(Start(1 << 20, 0, 1 << 20), [](const Config& c) { return double(c.fusion_threshold); });
   CHECK(run.final_point.fusion_threshold == 64 << 20 && run.final_point.cycle_time_ms == 0 &&
         run.final_point.chunk_bytes == 1 << 20);
-  // 1 MiB is the start and is not tried again: 1 + 3 + 3 + 3.
+  // 1 MiB is the start and is not tried again: 1 + 3 + 3 + 3; pass 2 has nothing untried.
   CHECK(run.trials.size() == 10, << run.trials.size());
 }
 

@@ -16,7 +16,7 @@ def check(job, ranks):
     print(job.output[-3000:])
     assert not job.timed_out, f"the job hung: killed after {TIMEOUT_S} s"
     assert job.returncode == 0 and job.output.count("autotune ok") == ranks
-    assert "autotune: " in job.output and " 11 trials, final " in job.output
+    assert "autotune: " in job.output and " trials, final " in job.output
 
 
 @pytest.mark.parametrize("ranks", [2, 3])

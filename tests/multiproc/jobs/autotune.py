@@ -79,8 +79,9 @@ if rank == 0:
         rows = list(csv.DictReader(f))
     trials = [r for r in rows if r["trial"] != "final"]
     assert [r["trial"] for r in trials] == [str(i) for i in range(len(trials))], rows
-    # from the defaults: the start, 4 thresholds, 3 other cycle times, 3 other chunk sizes
-    assert len(trials) == 11 and rows[-1]["trial"] == "final", rows
+    # from the defaults, pass 1: the start, 4 thresholds, 3 other cycle times, 3 other chunk
+    # sizes; a second and third pass, when the one before found a better point
+    assert 11 <= len(trials) <= 11 + 2 * 9 and rows[-1]["trial"] == "final", rows
     assert all(int(r["score_bytes_per_second"]) > 0 for r in trials), rows
     points = {tuple(float(r[name]) for name in TUNED) for r in rows}
     assert seen == points, f"settings seen {sorted(seen)} are not the log's {sorted(points)}"
