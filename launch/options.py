@@ -11,6 +11,8 @@ IGNORED_HOROVOD_FLAGS = (
     ("--hierarchical-allreduce", False), ("--no-hierarchical-allreduce", False),
     ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
     ("--timeline-mark-cycles", False),
+    # mpirep's autotuning searches a grid, not by Bayesian optimisation
+    ("--autotune-bayes-opt-max-samples", True), ("--autotune-gaussian-process-noise", True),
     ("--log-level", True),
 )
 
