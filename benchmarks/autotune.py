@@ -2,7 +2,9 @@
 allreduces each round): the steady-state round time after autotuning, from the defaults and from
 a deliberately bad start, against the defaults and the bad start left as they are, in the same
 run. Each repeat runs the four in turn (so that drift hits them alike), each on a fresh mpirep;
-the table gives medians over the repeats of each one's median round time. Run under mpirun."""
+the table gives medians over the repeats of each one's median round time. Run under mpirun:
+`mpirun -np 2 python benchmarks/autotune.py`."""
+import argparse
 import math
 import statistics
 import tempfile
@@ -28,11 +30,11 @@ CASES = {  # name: (settings, whether it autotunes)
 
 
 def parse_args():
-    import argparse
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--json", help="write the results to this file (rank 0)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each case")
     p.add_argument("--rounds", type=int, default=7, help="timed rounds per run, after tuning")
+    # shorter trials than the settings' defaults, so that a run takes minutes
     p.add_argument("--steps-per-sample", type=int, default=2)
     p.add_argument("--warmup-samples", type=int, default=1)
     p.add_argument("--samples-per-trial", type=int, default=3)
