@@ -110,6 +110,7 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_rank(data_, &topology_.rank);
   MPI_Comm_size(data_, &topology_.size);
   CheckSettingsAgree();
+  StartAutotuning();
   MPI_Comm local, cross;
   MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, topology_.rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &topology_.local_rank);
@@ -126,15 +127,7 @@ void Runtime::Setup(MPI_Comm comm) {
     for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
   }
   negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_);
-  if (topology_.rank == kCoordinator) {
-    timeline_ = std::make_unique<Timeline>(config_.timeline);
-    if (config_.autotune) {
-      autotuner_ = std::make_unique<Autotuner>(config_, DefaultTunedParameters());
-      if (!config_.autotune_log.empty()) {
-        autotune_log_ = std::make_unique<AutotuneLog>(config_.autotune_log, autotuner_->parameters());
-      }
-    }
-  }
+  if (topology_.rank == kCoordinator) timeline_ = std::make_unique<Timeline>(config_.timeline);
   last_round_ = std::chrono::steady_clock::now();
 }
 
@@ -158,6 +151,24 @@ void Runtime::CheckSettingsAgree() {
                                   " to " + std::to_string(bounds[i]) + "); every rank must use the same value");
     }
   }
+}
+
+// Rank 0's autotuner and its log; when rank 0 cannot write the log, every rank's start fails.
+void Runtime::StartAutotuning() {
+  std::string error;
+  if (topology_.rank == kCoordinator && config_.autotune) {
+    try {
+      autotuner_ = std::make_unique<Autotuner>(config_, DefaultTunedParameters());
+      if (!config_.autotune_log.empty()) {
+        autotune_log_ = std::make_unique<AutotuneLog>(config_.autotune_log, autotuner_->parameters());
+      }
+    } catch (const std::invalid_argument& e) {
+      error = std::string(e.what()) + " (on rank 0)";
+    }
+  }
+  int64_t failed = !error.empty();
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_MAX, control_);
+  if (failed) throw std::invalid_argument(error.empty() ? "mpirep setting autotune_log: rank 0 cannot write its file" : error);
 }
 
 void Runtime::ThreadMain(MPI_Comm comm) {

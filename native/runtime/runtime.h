@@ -81,6 +81,7 @@ class Runtime {
   void ThreadMain(MPI_Comm comm);
   void Setup(MPI_Comm comm);
   void CheckSettingsAgree();
+  void StartAutotuning();
   void ChangeProcessSets(const Response& response);
 
   bool TakeQueued();

@@ -30,3 +30,21 @@ def test_horovod_variables(tmp_path):
     env = {**QUICK, "HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_LOG": str(tmp_path / "autotune.csv"),
            "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2"}
     check(mpirun(2, [JOB], TIMEOUT_S, env=env), 2)
+
+
+UNWRITABLE_LOG = """
+import mpirep
+try:
+    mpirep.init(autotune=1, autotune_log="/nonexistent-dir/autotune.csv")
+except mpirep.InvalidArgumentError as e:
+    print(f"rank refused: {e}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_unwritable_log_fails_every_rank(ranks):
+    job = mpirun(ranks, ["-c", UNWRITABLE_LOG], 60)
+    print(job.output[-3000:])
+    assert not job.timed_out and job.returncode == 0
+    assert job.output.count("rank refused: mpirep setting autotune_log") == ranks, job.output
+    assert job.output.count("'/nonexistent-dir/autotune.csv'") == 1, "only rank 0 knows the path"
