@@ -39,6 +39,8 @@ def parse_args():
     p.add_argument("--warmup-samples", type=int, default=1)
     p.add_argument("--samples-per-trial", type=int, default=3)
     p.add_argument("--max-tuning-rounds", type=int, default=400)
+    p.add_argument("--warm-rounds", type=int, default=100,
+                   help="rounds every case runs before it is timed (tuned cases: at least)")
     return p.parse_args()
 
 
@@ -75,6 +77,10 @@ def run_case(comm, round_, settings, autotune, args, log):
         assert tuning_rounds < args.max_tuning_rounds, "autotuning did not finish"
         round_()
         tuning_rounds += 1
+    # as many rounds before timing in every case: a runtime's first rounds are slower (memory
+    # first touched, the response cache filling) whatever its settings
+    for _ in range(args.warm_rounds - tuning_rounds):
+        round_()
     round_.check("after tuning" if autotune else "untuned")
     settle(comm, round_)
     seconds = statistics.median(timed(comm, round_) for _ in range(args.rounds))
