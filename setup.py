@@ -14,7 +14,7 @@ from setuptools import find_packages, setup
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from buildtools.build_ext import BuildExt  # noqa: E402
-from buildtools.mpi import find_mpi  # noqa: E402
+from buildtools.mpi import runtime_requirement  # noqa: E402
 from buildtools.native import CXX_STANDARD, INCLUDE_DIR, headers, sources  # noqa: E402
 
 RUNTIME_REQUIREMENTS = ["numpy", "mpi4py", "ml_dtypes"]
@@ -32,8 +32,7 @@ core = Pybind11Extension(
     extra_compile_args=["-O3"],
 )
 
-mpi = find_mpi()
-mpi_requirement = mpi and mpi.requirement()
+mpi_requirement = runtime_requirement()
 
 setup(
     # The launcher lives at the top of the checkout and is installed inside the package.

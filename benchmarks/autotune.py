@@ -68,7 +68,7 @@ class Round:
 def run_case(comm, round_, settings, autotune, args, log):
     """One fresh mpirep: tune to the end if asked, then time rounds. Returns the median round
     seconds, the settings in force at the end, and the rounds tuning took."""
-    extra = {"autotune": 1, "autotune_log": str(log), "autotune_steps_per_sample": args.steps_per_sample,
+    extra = {"autotune": True, "autotune_log": str(log), "autotune_steps_per_sample": args.steps_per_sample,
              "autotune_warmup_samples": args.warmup_samples,
              "autotune_samples_per_trial": args.samples_per_trial} if autotune else {}
     mpirep.init(**settings, **extra)

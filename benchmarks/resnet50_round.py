@@ -1,16 +1,12 @@
 """One ResNet-50 gradient round: the 214 float32 gradients issued as async mpirep allreduces
 (Sum, in backprop order: last layer first), against one MPI_Allreduce of all 25,583,592 floats
 and against 214 separate MPI_Allreduce calls, in the same run. Run under mpirun."""
-import math
-
 import numpy as np
 from mpi4py import MPI
 
 import mpirep
 from common import exact_floats, median_times, parse_args, print_table, start, write_json
-from resnet50_shapes import SHAPES
-
-TOTAL = sum(math.prod(s) for s in SHAPES)
+from resnet50_shapes import SHAPES, TOTAL, split
 
 
 def main():
@@ -19,8 +15,7 @@ def main():
     config = start(args)
     flat = exact_floats(comm.rank, TOTAL)
     flat_out = np.empty_like(flat)
-    offsets = np.cumsum([0] + [math.prod(s) for s in SHAPES])
-    grads = [flat[a:b].reshape(s) for a, b, s in zip(offsets[:-1], offsets[1:], SHAPES)]
+    grads = split(flat)
     outs = [np.empty_like(g) for g in grads]
     order = list(reversed(range(len(grads))))
 
@@ -35,7 +30,7 @@ def main():
     results = mpirep_round()
     comm.Allreduce(flat, flat_out, op=MPI.SUM)
     for i, r in zip(order, results):
-        assert np.array_equal(r.ravel(), flat_out[offsets[i]:offsets[i + 1]]), f"tensor {i} differs"
+        assert np.array_equal(r, split(flat_out)[i]), f"tensor {i} differs"
     del results
 
     t = median_times(comm, {

@@ -34,4 +34,12 @@ SHAPES = [
 ]
 
 assert len(SHAPES) == 214
-assert sum(math.prod(s) for s in SHAPES) == 25_583_592
+TOTAL = sum(math.prod(s) for s in SHAPES)
+assert TOTAL == 25_583_592
+
+
+def split(flat):
+    """``flat`` (TOTAL elements) cut into views of the gradient shapes, in model order."""
+    sizes = [math.prod(s) for s in SHAPES]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [flat[a:a + n].reshape(s) for a, n, s in zip(starts, sizes, SHAPES)]

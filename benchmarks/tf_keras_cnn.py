@@ -9,6 +9,7 @@ timed epochs only (the first epoch, which traces and warms up, is left out).
 """
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -50,6 +51,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--json", help="write the result to this file (rank 0)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(1)
 
@@ -80,6 +82,9 @@ def main():
         kind = "plain TF" if args.plain else f"mpirep np={size}"
         print(f"{kind}: {rate:.1f} images/sec ({size} x batch {args.batch_size}, 1 intra-op "
               f"thread each)")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"ranks": size, "images_per_sec": rate}, f)
 
 
 if __name__ == "__main__":

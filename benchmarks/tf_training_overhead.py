@@ -1,9 +1,10 @@
-"""Keras Model.fit throughput of the small ResNet-style CNN of tf_keras_cnn.py, with every
-comparison measured in one job, in alternating blocks, so that load from other jobs on a shared
-host hits all methods alike.
+"""Keras Model.fit throughput of the small ResNet-style CNN of tf_keras_cnn.py (or of
+MobileNetV2 at 64 px, --model mobilenetv2), with every comparison measured in one job, in
+alternating blocks, so that load from other jobs on a shared host hits all methods alike.
 
     mpirun -np 1 python benchmarks/tf_training_overhead.py    # overhead against plain TF
     mpirun -np 2 python benchmarks/tf_training_overhead.py    # scaling, and cycle times
+    mpirun -np 1 python benchmarks/tf_training_overhead.py --model mobilenetv2 --cycle-times 0
 
 Methods: "alone": rank 0 trains with a plain Keras optimizer (no mpirep in the step) while any
 other ranks wait without using a core; "all ranks, no mpirep": every rank trains so, without
@@ -26,16 +27,23 @@ import mpirep.tensorflow.keras as hvd
 from tf_keras_cnn import small_resnet
 
 
-def dataset(batch, rank):
+def mobilenet_v2():
+    return tf.keras.applications.MobileNetV2(weights=None, input_shape=(64, 64, 3), classes=10)
+
+
+MODELS = {"small_resnet": (small_resnet, 32), "mobilenetv2": (mobilenet_v2, 64)}  # image px
+
+
+def dataset(batch, rank, image):
     rng = np.random.default_rng(rank)
-    images = rng.random((batch * 8, 32, 32, 3), dtype=np.float32)
+    images = rng.random((batch * 8, image, image, 3), dtype=np.float32)
     labels = rng.integers(0, 10, batch * 8)
     return tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(batch)
 
 
-def compiled(optimizer):
+def compiled(build, optimizer):
     tf.keras.utils.set_random_seed(1)
-    model = small_resnet()
+    model = build()
     model.compile(optimizer=optimizer,
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
@@ -50,6 +58,7 @@ def idle_wait(comm):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=sorted(MODELS), default="small_resnet")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=20, help="steps per timed block")
     parser.add_argument("--rounds", type=int, default=4)
@@ -61,9 +70,10 @@ def main():
     cycles = [float(c) for c in args.cycle_times.split(",")]
 
     mpirep.init()
-    data = dataset(args.batch_size, rank)
-    plain = compiled(tf.keras.optimizers.SGD(0.01))
-    distributed = compiled(hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)))
+    build, image = MODELS[args.model]
+    data = dataset(args.batch_size, rank, image)
+    plain = compiled(build, tf.keras.optimizers.SGD(0.01))
+    distributed = compiled(build, hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)))
 
     def fit(model, steps):
         model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
@@ -98,7 +108,7 @@ def main():
         images = args.batch_size * args.steps
         rates = {name: images / statistics.median(s) for name, s in seconds.items()}
         alone = rates["alone"]
-        print(f"Keras Model.fit, small CNN, batch {args.batch_size} per rank, {size} rank(s), "
+        print(f"Keras Model.fit, {args.model}, batch {args.batch_size} per rank, {size} rank(s), "
               f"1 intra-op thread each; median of {args.rounds} blocks of {args.steps} steps")
         # Per-rank rate over the rate alone: at 1 rank, 1 / (1 + overhead); at N ranks, the
         # scaling efficiency, total rate / (N * rate alone).

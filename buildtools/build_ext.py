@@ -43,8 +43,10 @@ class BuildExt(pybind11_build_ext):
         mpi = find_mpi()
         if mpi is None:
             raise MPINotFound(HOW_TO_GET_MPI)
-        print(f"mpirep: building against MPI from {mpi.wrapper}"
-              + (f" (wheel {mpi.wheel.metadata['Name']} {mpi.wheel.version})" if mpi.wheel else ""))
+        shipped_by = f", from the {mpi.wheel.metadata['Name']} {mpi.wheel.version} wheel" \
+            if mpi.wheel else ""
+        print(f"mpirep: building against the MPI of {mpi.wrapper}{shipped_by}, because "
+              f"{mpi.reason}")
         rpaths = mpi.runtime_rpaths(self.in_source)
         for ext in self.extensions:
             self._build_core_library(ext)

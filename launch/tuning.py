@@ -2,7 +2,7 @@
 (native/core/settings.def) that names a flag, turned into the MPIREP_* variable that every
 rank's core reads. Reading the table loads neither mpirep's native core nor TensorFlow."""
 
-from mpirep._settings_table import FLAG_UNIT_FACTORS, SETTINGS, SWITCH
+from mpirep._settings_table import FLAG_UNIT_FACTORS, SETTINGS, SWITCH, negated_flag
 
 TUNED_SETTINGS = tuple(s for s in SETTINGS if s.flag)
 _CACHE_CAPACITY = next(s for s in SETTINGS if s.name == "cache_capacity")
@@ -12,7 +12,13 @@ def add_tuning_flags(group, number):
     """Adds the flags to an argparse group; ``number`` parses a numeric flag's value."""
     for setting in TUNED_SETTINGS:
         if setting.flag_unit == SWITCH:
-            group.add_argument(setting.flag, action="store_const", const=1, help=setting.meaning)
+            group.add_argument(setting.flag, dest=_dest(setting), action="store_const", const=1,
+                               help=f"{setting.name}=1: {setting.meaning}")
+            group.add_argument(negated_flag(setting), dest=_dest(setting), action="store_const",
+                               const=0, help=f"{setting.name}=0")
+            continue
+        if setting.type is bool:  # a switch: given, it turns the setting on
+            group.add_argument(setting.flag, action="store_true", default=None, help=setting.meaning)
             continue
         unit = f" (the flag takes {setting.flag_unit})" if setting.flag_unit in FLAG_UNIT_FACTORS else ""
         group.add_argument(setting.flag, type=str if setting.type is str else number,
@@ -30,6 +36,8 @@ def _text(setting, value):
     are read as integers."""
     if setting.type is str:
         return value
+    if setting.type is bool:
+        return "1" if value else "0"
     value *= FLAG_UNIT_FACTORS.get(setting.flag_unit, 1)
     return str(int(round(value))) if setting.type is int or float(value).is_integer() else str(value)
 

@@ -53,6 +53,7 @@ from mpirep.session import (
     shutdown,
     size,
 )
+from mpirep.timeline import start_timeline, stop_timeline
 
 
 def __getattr__(name):

@@ -12,7 +12,7 @@ import numpy as np
 
 from mpirep import session
 from mpirep._native import core
-from mpirep.errors import InvalidArgumentError, UnsupportedError, raise_for_status
+from mpirep.errors import InvalidArgumentError, MpirepError, UnsupportedError
 
 
 def reduce_op(name):
@@ -34,7 +34,8 @@ def reduce_op_attribute(module, name):
 
 
 class Handle:
-    """An operation in flight; pass it to :func:`poll` or :func:`synchronize`."""
+    """An operation in flight; pass it to :func:`poll` or :func:`synchronize`. Dropping it (or
+    the input array) before the operation ends is safe: the core keeps the input alive."""
 
     __slots__ = ("_native", "_finish", "name")
 
@@ -44,21 +45,6 @@ class Handle:
         self.name = name
 
 
-# Handles not yet synchronized. Holding them keeps each input array alive (the core reads it in
-# place) even when the caller drops the handle; finished ones are swept out as the set grows.
-_pending = {}
-_sweep_at = 64
-
-
-def _track(handle):
-    global _sweep_at
-    _pending[id(handle)] = handle
-    if len(_pending) >= _sweep_at:
-        for key in [k for k, h in _pending.items() if h._native.poll()]:
-            del _pending[key]
-        _sweep_at = max(64, 2 * len(_pending))
-
-
 def poll(handle):
     """Whether the operation has finished (successfully or not); never blocks."""
     return handle._native.poll()
@@ -66,10 +52,6 @@ def poll(handle):
 
 def synchronize(handle):
     """Waits for the operation and returns its result, or raises its error."""
-    _pending.pop(id(handle), None)
-    status, message = handle._native.wait()
-    if status != 0:
-        raise_for_status(status, message)
     return handle._finish(handle._native)
 
 
@@ -105,8 +87,9 @@ def _dtype_code(dtype):
     return code
 
 
-def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=1.0, splits=(),
-            process_set=0, group_size=0, new_set_ranks=(), removed_set=0):
+def _submit(collective, x, name, op=0, root_rank=0, prescale=1.0, postscale=1.0, splits=None,
+            process_set=0, group_size=0, new_set_ranks=None, removed_set=0, group=""):
+    """Submits to the core; returns the operation's name and its native handle. `op`: a code."""
     session._require_init()
     array = np.asarray(x)
     dtype_code = _dtype_code(array.dtype)
@@ -115,41 +98,52 @@ def _submit(collective, x, name, op="Sum", root_rank=0, prescale=1.0, postscale=
     native = core()
     name = _auto_name(collective, name, process_set)
     handle_native = native.submit(  # positional: keyword parsing costs microseconds here
-        native.COLLECTIVES[collective], name, dtype_code, array.reshape(-1).view(np.uint8),
-        array.shape, native.REDUCE_OPS[op], int(root_rank), float(prescale), float(postscale),
-        splits, int(process_set), group_size, new_set_ranks, removed_set,
+        native.COLLECTIVES[collective], name, dtype_code, array, op, int(root_rank), float(prescale),
+        float(postscale), splits, int(process_set), group_size, new_set_ranks, removed_set, group,
     )
-    return array.dtype, name, handle_native
+    return name, handle_native
 
 
-def _array_result(dtype):
-    def finish(native):
-        flat, shape = native.take_output()
-        return flat.view(dtype).reshape(shape)
-
-    return finish
+def _output(native):
+    """Waits, raises the operation's error, or returns its output array."""
+    return native.result()
 
 
-def _async(collective, x, name, **kwargs):
-    dtype, name, native = _submit(collective, x, name, **kwargs)
-    handle = Handle(native, _array_result(dtype), name)
-    _track(handle)
-    return handle
+def _output_and_splits(native):
+    return native.result(), np.asarray(native.received_splits(), dtype=np.int64)
 
 
-_op_names = None
+def _wait(native):
+    """Waits and raises the operation's error, for operations without an output array."""
+    native.wait()
 
 
-def _op_name(op):
-    """Accepts the op constants (``mpirep.Sum``) and their names."""
-    global _op_names
-    if _op_names is None:
-        _op_names = {code: name for name, code in core().REDUCE_OPS.items()}
-        _op_names.update({name: name for name in core().REDUCE_OPS})
+def _last_joined_rank(native):
+    native.wait()
+    return native.last_joined_rank()
+
+
+def _new_process_set(native):
+    native.wait()
+    return native.new_process_set()
+
+
+_op_codes = None
+
+
+def _op_code(op):
+    """The core's code for a reduction op, given as a constant (``mpirep.Sum``) or a name."""
+    global _op_codes
+    if _op_codes is None:
+        _op_codes = {**{code: code for code in core().REDUCE_OPS.values()}, **core().REDUCE_OPS}
     try:
-        return _op_names[op]
+        return _op_codes[op]
     except (KeyError, TypeError):
         raise InvalidArgumentError(f"rank {session.rank()}: unknown reduction op {op!r}") from None
+
+
+def _average_unless(op):
+    return _op_code(op if op is not None else "Average")
 
 
 def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
@@ -157,8 +151,9 @@ def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor
     :func:`add_process_set`, 0 for all ranks); every rank gets the result. ``op`` defaults to
     Average (integer average is the floor of the mean). ``prescale_factor`` multiplies each
     input before the reduction, ``postscale_factor`` the result."""
-    return _async("allreduce", x, name, op=_op_name(op if op is not None else "Average"),
-                  prescale=prescale_factor, postscale=postscale_factor, process_set=process_set)
+    name, native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
+                           postscale_factor, None, process_set)
+    return Handle(native, _output, name)
 
 
 def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
@@ -172,20 +167,18 @@ def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postsca
     different lengths all get a MismatchError."""
     base = _auto_name("grouped_allreduce", name, process_set)
     handles = [group_member_allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor,
-                                            process_set, len(xs))
+                                            process_set, len(xs), base)
                for i, x in enumerate(xs)]
-    group = Handle(_GroupNative(handles), lambda native: [synchronize(h) for h in native.handles], base)
-    _track(group)
-    return group
+    return Handle(_GroupNative(handles), _group_outputs, base)
 
 
 def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor, process_set,
-                                 group_size):
-    """One allreduce of a group of ``group_size`` (the core checks that every rank's group has
-    that many members)."""
-    return _async("allreduce", x, name, op=_op_name(op if op is not None else "Average"),
-                  prescale=prescale_factor, postscale=postscale_factor, process_set=process_set,
-                  group_size=group_size)
+                                 group_size, group):
+    """One allreduce of the group named ``group``, of ``group_size`` members (the core checks
+    that every rank's group has that many; if not, every member fails on every rank)."""
+    name, native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
+                           postscale_factor, None, process_set, group_size, None, 0, group)
+    return Handle(native, _output, name)
 
 
 class _GroupNative:
@@ -197,8 +190,19 @@ class _GroupNative:
     def poll(self):
         return all(h._native.poll() for h in self.handles)
 
-    def wait(self):
-        return 0, ""
+
+def _group_outputs(native):
+    """Every member's output; if some failed, raises the first error once all have ended, so
+    that the group's names are free again when it raises."""
+    outputs, first_error = [], None
+    for h in native.handles:
+        try:
+            outputs.append(synchronize(h))
+        except MpirepError as error:
+            first_error = first_error or error
+    if first_error is not None:
+        raise first_error
+    return outputs
 
 
 def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
@@ -208,7 +212,8 @@ def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_fac
 def allgather_async(x, name=None, process_set=0):
     """Starts concatenating every rank's ``x`` along the first dimension, in rank order. The
     first dimension may differ between ranks; the others must match."""
-    return _async("allgather", x, name, process_set=process_set)
+    name, native = _submit("allgather", x, name, process_set=process_set)
+    return Handle(native, _output, name)
 
 
 def allgather(x, name=None, process_set=0):
@@ -218,7 +223,8 @@ def allgather(x, name=None, process_set=0):
 def broadcast_async(x, root_rank, name=None, process_set=0):
     """Starts sending ``root_rank``'s ``x`` to every rank (all ranks pass the same shape). In a
     process set, ``root_rank`` counts the set's ranks."""
-    return _async("broadcast", x, name, root_rank=root_rank, process_set=process_set)
+    name, native = _submit("broadcast", x, name, root_rank=root_rank, process_set=process_set)
+    return Handle(native, _output, name)
 
 
 def broadcast(x, root_rank, name=None, process_set=0):
@@ -231,8 +237,9 @@ def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.
     rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
     row more than the others. ``prescale_factor`` multiplies each input before the reduction,
     ``postscale_factor`` the result, as for allreduce."""
-    return _async("reducescatter", x, name, op=_op_name(op if op is not None else "Average"),
-                  prescale=prescale_factor, postscale=postscale_factor, process_set=process_set)
+    name, native = _submit("reducescatter", x, name, _average_unless(op), 0, prescale_factor,
+                           postscale_factor, None, process_set)
+    return Handle(native, _output, name)
 
 
 def reducescatter(x, op=None, name=None, process_set=0, prescale_factor=1.0, postscale_factor=1.0):
@@ -256,16 +263,8 @@ def alltoall_async(x, splits=None, name=None, process_set=0):
         split_list = [array.shape[0] // size] * size
     else:
         split_list = np.asarray(splits, dtype=np.int64).reshape(-1).tolist()
-    dtype, name, native = _submit("alltoall", array, name, splits=split_list, process_set=process_set)
-    as_array = _array_result(dtype)
-    if splits is None:
-        finish = as_array
-    else:
-        def finish(n):
-            return as_array(n), np.asarray(n.received_splits(), dtype=np.int64)
-    handle = Handle(native, finish, name)
-    _track(handle)
-    return handle
+    name, native = _submit("alltoall", array, name, splits=split_list, process_set=process_set)
+    return Handle(native, _output if splits is None else _output_and_splits, name)
 
 
 def alltoall(x, splits=None, name=None, process_set=0):
@@ -279,8 +278,8 @@ def join():
     broadcast from a rank that has joined, fail while a rank has joined. Returns the rank that
     joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
     issued different numbers of them before joining line up again."""
-    _, name, native = _submit("join", np.zeros(0, np.uint8), None)
-    last = synchronize(Handle(native, lambda n: n.last_joined_rank(), name))
+    name, native = _submit("join", np.zeros(0, np.uint8), None)
+    last = synchronize(Handle(native, _last_joined_rank, name))
     _counters.clear()
     return last
 
@@ -290,15 +289,15 @@ def add_process_set(ranks):
     of every collective. Collective over all ranks, which must pass the same ranks. Inside the
     set, ranks are numbered in increasing order from 0."""
     members = sorted(int(r) for r in ranks)
-    _, name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, new_set_ranks=members)
-    return synchronize(Handle(native, lambda n: n.new_process_set(), name))
+    name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, new_set_ranks=members)
+    return synchronize(Handle(native, _new_process_set, name))
 
 
 def remove_process_set(process_set):
     """Removes a process set made by :func:`add_process_set`. Collective over all ranks."""
-    _, name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None,
-                              removed_set=int(process_set))
-    synchronize(Handle(native, lambda _: None, name))
+    name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None,
+                           removed_set=int(process_set))
+    synchronize(Handle(native, _wait, name))
 
 
 def process_set_ranks(process_set=0):
@@ -324,5 +323,5 @@ def process_set_rank(process_set=0):
 
 def barrier():
     """Returns once every rank has called barrier."""
-    _, name, native = _submit("barrier", np.zeros(0, np.uint8), None)
-    synchronize(Handle(native, lambda _: None, name))
+    name, native = _submit("barrier", np.zeros(0, np.uint8), None)
+    synchronize(Handle(native, _wait, name))

@@ -59,16 +59,24 @@ def _from_environment(environ, setting):
     return None
 
 
+_BOOL_WORDS = {"1": True, "true": True, "yes": True, "on": True,
+               "0": False, "false": False, "no": False, "off": False, "": False}
+
+
 def _convert(setting, value):
     try:
+        if setting.type is bool:
+            return _BOOL_WORDS[value.strip().lower()] if isinstance(value, str) else bool(value)
         if setting.type is int and isinstance(value, str):
             return int(float(value))  # "1e6" and "2097152.0" are numbers of bytes too
         return setting.type(value)
-    except ValueError:
+    except (ValueError, KeyError):
         raise ValueError(f"mpirep setting {setting.name}: cannot read {value!r} as "
                          f"{setting.type.__name__}") from None
 
 
 def _text(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
     # repr of a float is exact, so the core reads back the same double
     return repr(value) if isinstance(value, float) else str(value)

@@ -76,7 +76,8 @@ def is_initialized():
 
 def config():
     """The settings given at the last init. Autotuning may change fusion_threshold,
-    cycle_time_ms and chunk_bytes afterwards; mpirep._core.current_setting(name) reads those."""
+    cycle_time_ms, chunk_bytes and hierarchical_allreduce afterwards;
+    mpirep._core.current_setting(name) reads those."""
     _require_init()
     return _config
 

@@ -16,6 +16,8 @@ from mpirep import (
     rank,
     shutdown,
     size,
+    start_timeline,
+    stop_timeline,
 )
 from mpirep.collectives import reduce_op_attribute
 from mpirep.tensorflow.basics import (

@@ -5,7 +5,11 @@ import ctypes
 import tensorflow as tf
 
 from mpirep._native import core
-from mpirep.tensorflow import _native_build
+from mpirep.tensorflow import _graph_order, _native_build
+from mpirep.tensorflow._errors import without_eager_wrapping
+
+#: Kernels are asynchronous: a collective waiting for other ranks holds no thread.
+holds_a_thread_while_waiting = False
 
 _ops = None
 
@@ -26,20 +30,30 @@ def load():
 
 
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
-        splits=None, process_set=0, group_size=0):
+        splits=None, process_set=0, group_size=0, group=""):
     """One collective; returns (output, received_splits). ``group_size``: the number of tensors
-    of its group, which every rank must agree on (0: not in a group)."""
-    if tf.executing_eagerly():
+    of its group named ``group``, which every rank must agree on (0: not in a group)."""
+    eager = tf.executing_eagerly()
+    if eager:
         # TensorFlow's fast path for eager ops takes only EagerTensors as inputs; anything
         # else sends the call through a slower fallback.
         name = tf.constant(name)
+        group = tf.constant(group)
         splits = _no_splits() if splits is None else tf.cast(splits, tf.int64)
     else:
         splits = tf.zeros([0], tf.int64) if splits is None else tf.cast(splits, tf.int64)
-    return _ops.mpirep_collective(
-        tensor, name, splits, collective=core().COLLECTIVES[collective], reduce_op=reduce_op,
-        root_rank=root_rank, prescale=prescale, postscale=postscale, process_set=process_set,
-        group_size=group_size)
+    try:
+        output, received = _ops.mpirep_collective(
+            tensor, name, splits, group, collective=core().COLLECTIVES[collective],
+            reduce_op=reduce_op, root_rank=root_rank, prescale=prescale, postscale=postscale,
+            process_set=process_set, group_size=group_size)
+    except tf.errors.OpError as error:
+        if not tf.executing_eagerly():
+            raise
+        raise without_eager_wrapping(error) from None
+    if not eager:
+        _graph_order.run_independently(output.op)
+    return output, received
 
 
 _empty_splits = None
@@ -54,7 +68,13 @@ def _no_splits():
 
 
 def run_group(collective, tensors, names, **kwargs):
-    """Several collectives of one kind. Their kernels run concurrently, so the core negotiates
-    and fuses them together."""
-    return [run(collective, t, n, group_size=len(tensors), **kwargs)[0]
-            for t, n in zip(tensors, names)]
+    """Several collectives of one kind, submitted together, as Horovod's groups are: in a
+    graph none starts before every input exists, so they reach the core at once and fuse."""
+    def submit():
+        return [run(collective, t, n, group_size=len(tensors), group=names[0], **kwargs)[0]
+                for t, n in zip(tensors, names)]
+
+    if len(tensors) < 2 or tf.executing_eagerly():
+        return submit()
+    with tf.control_dependencies(tensors):
+        return submit()

@@ -13,13 +13,18 @@ from mpirep import collectives
 from mpirep.errors import MpirepError
 from mpirep.tensorflow._errors import to_tf_error
 
+#: Each call blocks a TensorFlow thread until its collectives are done, so independent calls
+#: in one graph run one after another: callers put what they can into one group.
+holds_a_thread_while_waiting = True
+
 
 def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, splits,
-            process_set, group_size=0):
+            process_set, group_size=0, group=""):
     name = name.decode() if isinstance(name, bytes) else str(name)
     if collective == "allreduce":
         return collectives.group_member_allreduce_async(array, reduce_op, name, prescale,
-                                                        postscale, process_set, group_size)
+                                                        postscale, process_set, group_size,
+                                                        group)
     if collective == "allgather":
         return collectives.allgather_async(array, name, process_set)
     if collective == "broadcast":
@@ -66,7 +71,7 @@ def run_group(collective, tensors, names, reduce_op=0, root_rank=0, prescale=1.0
     def compute(*arrays):
         try:
             handles = [_submit(collective, a, n, reduce_op, root_rank, prescale, postscale, None,
-                               process_set, len(names))
+                               process_set, len(names), names[0])
                        for a, n in zip(arrays, names)]
             return [collectives.synchronize(h) for h in handles]
         except MpirepError as error:

@@ -3,14 +3,19 @@
 import tensorflow as tf
 
 import mpirep
-from mpirep.tensorflow import mpi_ops
+from mpirep.tensorflow import _bridge, mpi_ops
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import global_process_set
 
 
 class GradientReducer:
-    """Reduces a list of gradients (None entries pass through). Dense gradients go as grouped
-    allreduces; tf.IndexedSlices are gathered, or densified first with ``sparse_as_dense``.
+    """Reduces a list of gradients (None entries pass through). tf.IndexedSlices are gathered,
+    or densified first with ``sparse_as_dense``. Dense gradients are grouped as in Horovod:
+    by default each is its own allreduce, which in a graph starts as soon as backprop has
+    produced that gradient (the core fuses those that arrive together); ``num_groups`` = k
+    makes k groups of consecutive gradients, and ``groups`` lists of variables, each group
+    submitted together once all its gradients exist. On the numpy bridge, whose calls hold a
+    thread while they wait, the default is one call for every gradient instead.
 
     As in Horovod, the gradients of local sources (variables a rank keeps to itself, such as a
     model-parallel layer's) are not reduced but divided by the set's size when
@@ -58,10 +63,12 @@ class GradientReducer:
     def _reduce(self, grads, variables, shared, reduced):
         dense = [i for i in shared if not isinstance(grads[i], tf.IndexedSlices)]
         for indices in self._dense_groups(dense, variables):
+            # Named after its first gradient: eagerly a name is used as given, and every
+            # group needs its own.
             outputs = mpi_ops.grouped_allreduce(
                 [grads[i] for i in indices], op=self.op, compression=self.compression,
                 prescale_factor=self.prescale, postscale_factor=self.postscale,
-                process_set=self.process_set, name="gradients")
+                process_set=self.process_set, name=f"gradients.{indices[0]}")
             for i, output in zip(indices, outputs):
                 reduced[i] = output
         for i in shared:
@@ -81,7 +88,9 @@ class GradientReducer:
         if self.num_groups:
             size = -(-len(dense) // self.num_groups)
             return [dense[k:k + size] for k in range(0, len(dense), size)]
-        return [dense] if dense else []
+        if _bridge.bridge().holds_a_thread_while_waiting:
+            return [dense] if dense else []
+        return [[i] for i in dense]
 
 
 def _divided(grad, divisor):

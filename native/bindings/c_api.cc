@@ -30,6 +30,10 @@ int Report(StatusCode code, const std::string& message, char* out, size_t size) 
   return static_cast<int>(code);
 }
 
+int NotInitialized(char* error, size_t error_size) {
+  return Report(StatusCode::NOT_INITIALIZED, "mpirep is not initialised: call init() first", error, error_size);
+}
+
 int Start(int fortran_comm, int nsettings, const char* const* names, const char* const* values, char* error,
           size_t error_size) {
   Config config;
@@ -71,9 +75,7 @@ int ProcessSetRanks(int id, int* out, int capacity) {
 int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done_fn done, void* user, char* error,
             size_t error_size) {
   std::shared_ptr<Runtime> runtime = CurrentRuntime();
-  if (!runtime) {
-    return Report(StatusCode::NOT_INITIALIZED, "mpirep is not initialised: call init() first", error, error_size);
-  }
+  if (!runtime) return NotInitialized(error, error_size);
   Operation op;
   Request& r = op.request;
   r.collective = static_cast<Collective>(desc->collective);
@@ -87,6 +89,7 @@ int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done
   if (desc->splits) r.splits.assign(desc->splits, desc->splits + desc->nsplits);
   r.process_set = desc->process_set;
   r.group_size = desc->group_size;
+  r.group = desc->group ? desc->group : "";
   if (desc->new_set_ranks) r.new_set_ranks.assign(desc->new_set_ranks, desc->new_set_ranks + desc->n_new_set_ranks);
   r.removed_set = desc->removed_set;
   op.input = desc->input;
@@ -118,6 +121,20 @@ void TimeNegotiation(int on) {
   if (runtime) runtime->TimeNegotiation(on != 0);
 }
 
+int StartTimeline(const char* path, int mark_cycles, char* error, size_t error_size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return NotInitialized(error, error_size);
+  const Status status = runtime->StartTimeline(path ? path : "", mark_cycles != 0);
+  return status.ok() ? static_cast<int>(StatusCode::OK) : Report(status.code, status.message, error, error_size);
+}
+
+int StopTimeline(char* error, size_t error_size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return NotInitialized(error, error_size);
+  runtime->StopTimeline();
+  return static_cast<int>(StatusCode::OK);
+}
+
 int CurrentSetting(const char* name, char* value, size_t size) {
   std::shared_ptr<Runtime> runtime = CurrentRuntime();
   if (!runtime) return 0;
@@ -143,8 +160,8 @@ void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capac
 
 const mpirep_api kApi = {MPIREP_API_VERSION, Start,           Shutdown,        IsInitialized,
                          GetTopology,        ProcessSetRanks, Enqueue,         GetOutputBuffer,
-                         PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, CurrentSetting,
-                         AutotuneFinished};
+                         PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, StartTimeline,
+                         StopTimeline,       CurrentSetting,  AutotuneFinished};
 
 }  // namespace
 }  // namespace mpirep

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 6
+#define MPIREP_API_VERSION 8
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -38,6 +38,8 @@ typedef struct mpirep_op_desc {
   int n_new_set_ranks; /* add_process_set: the ranks of the new set, increasing */
   const int64_t* new_set_ranks;
   int removed_set;   /* remove_process_set: the id of the set to remove */
+  const char* group; /* the name of its group, the same on every rank; NULL or "": none. When ranks'
+                        group sizes differ, every member of the group fails on every rank */
 } mpirep_op_desc;
 
 /* How an enqueued operation ended. Pointers are valid during the `done` call only. */
@@ -105,8 +107,15 @@ typedef struct mpirep_api {
   int (*negotiation_stats)(mpirep_negotiation_stats* out);
   /* Turns the measuring of work_ns on or off (off at start: it costs a system call per step). */
   void (*time_negotiation)(int on);
-  /* The value now in force of setting `name` (core/settings.def), the same on every rank, as
-   * text into value[0 .. size): autotuning changes some. Returns 1; 0 when not started; -1 for
+  /* Any thread, while collectives run; not collective. Rank 0 starts writing a timeline of every
+   * tensor's phases to `path`, closing the one it was writing, if any (mark_cycles: also mark
+   * each round of the background thread); the other ranks only check the arguments. Returns a
+   * status code; on anything but OK, `error` holds why. */
+  int (*start_timeline)(const char* path, int mark_cycles, char* error, size_t error_size);
+  /* Rank 0 finishes and closes its timeline file, if it writes one. Returns a status code. */
+  int (*stop_timeline)(char* error, size_t error_size);
+  /* The value now in force of setting `name` (core/settings.def), as text into value[0 .. size):
+   * autotuning changes some, on every rank at the same point. Returns 1; 0 when not started; -1 for
    * an unknown name; -2 when `size` is too small. */
   int (*current_setting)(const char* name, char* value, size_t size);
   /* 1 once autotuning has ended and every rank uses its final choice, else 0. */

@@ -6,11 +6,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "c_api.h"
@@ -32,7 +36,7 @@ const mpirep_api& Api() { return *mpirep_get_api(); }
 struct Completion {
   std::mutex mutex;
   std::condition_variable cv;
-  bool done = false;
+  std::atomic<bool> done{false};  // set last, after the fields below
   int status = 0;
   std::string message;
   std::vector<int64_t> received_splits;
@@ -70,36 +74,58 @@ void Done(void* user, const mpirep_result* result) {
     c->received_splits.assign(result->received_splits, result->received_splits + result->nsplits);
     c->last_joined_rank = result->last_joined_rank;
     c->new_process_set = result->new_process_set;
-    c->done = true;
+    c->done.store(true, std::memory_order_release);
   }
   c->cv.notify_all();
 }
 
+// A waiter polls this long (yielding the CPU between polls) before it blocks: a collective whose
+// ranks are in step ends within it, and waking a blocked thread costs tens of microseconds.
+constexpr auto kSpinBeforeBlocking = std::chrono::microseconds(50);
+
+// The inputs of operations whose Handle was dropped before they ended, kept alive until they
+// end (the core reads them in place). Touched with the GIL held only; never destroyed, since
+// it may outlive the interpreter.
+std::vector<std::pair<std::shared_ptr<Completion>, py::object>>& Orphans() {
+  static auto* orphans = new std::vector<std::pair<std::shared_ptr<Completion>, py::object>>();
+  return *orphans;
+}
+
+void ReleaseFinishedOrphans() {
+  auto& orphans = Orphans();
+  orphans.erase(std::remove_if(orphans.begin(), orphans.end(),
+                               [](const auto& o) { return o.first->done.load(std::memory_order_acquire); }),
+                orphans.end());
+}
+
 class Handle {
  public:
-  Handle(std::shared_ptr<Completion> completion, py::object input)
-      : completion_(std::move(completion)), input_(std::move(input)) {}
-
-  bool Poll() {
-    std::lock_guard<std::mutex> lock(completion_->mutex);
-    return completion_->done;
+  Handle(std::shared_ptr<Completion> completion, py::object input, py::dtype dtype)
+      : completion_(std::move(completion)), input_(std::move(input)), dtype_(std::move(dtype)) {}
+  Handle(Handle&&) = default;
+  ~Handle() {
+    if (completion_ && !Poll()) Orphans().emplace_back(completion_, std::move(input_));
   }
 
-  // Blocks until the operation ends; returns (status code, message).
-  py::tuple Wait() {
-    {
+  bool Poll() const { return completion_->done.load(std::memory_order_acquire); }
+
+  // Blocks until the operation ends; raises its error.
+  void Wait() {
+    if (!Poll()) {
       py::gil_scoped_release release;
+      const auto until = std::chrono::steady_clock::now() + kSpinBeforeBlocking;
+      while (!Poll() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
       std::unique_lock<std::mutex> lock(completion_->mutex);
-      completion_->cv.wait(lock, [this] { return completion_->done; });
+      completion_->cv.wait(lock, [this] { return Poll(); });
     }
     input_ = py::none();
-    return py::make_tuple(completion_->status, completion_->message);
+    if (completion_->status != static_cast<int>(StatusCode::OK)) Raise(completion_->status, completion_->message);
   }
 
-  // The output as a flat uint8 array that owns its memory, and the output shape. Once only.
-  py::tuple TakeOutput() {
+  // Waits, then returns the output: an array of the input's dtype that owns its memory. Once.
+  py::array Result() {
+    Wait();
     Completion& c = *completion_;
-    const size_t bytes = NumElements(c.shape) * c.element_size;
     auto* block = new PooledBlock{c.output, c.capacity};
     c.output = nullptr;
     py::capsule owner(block, [](void* p) {
@@ -107,8 +133,7 @@ class Handle {
       Api().put_output_buffer(b->data, b->capacity);
       delete b;
     });
-    py::array_t<uint8_t> flat({static_cast<py::ssize_t>(bytes)}, {1}, static_cast<uint8_t*>(block->data), owner);
-    return py::make_tuple(flat, py::cast(c.shape));
+    return py::array(dtype_, std::vector<py::ssize_t>(c.shape.begin(), c.shape.end()), block->data, owner);
   }
 
   std::vector<int64_t> ReceivedSplits() const { return completion_->received_splits; }
@@ -118,15 +143,25 @@ class Handle {
  private:
   std::shared_ptr<Completion> completion_;
   py::object input_;  // keeps the caller's array alive while the core reads it
+  py::dtype dtype_;   // the output's
 };
 
-Handle Submit(int collective, const std::string& name, int dtype, py::buffer input,
-              std::vector<int64_t> shape, int reduce_op, int root_rank, double prescale,
-              double postscale, std::vector<int64_t> splits, int process_set, int group_size,
-              std::vector<int64_t> new_set_ranks, int removed_set) {
-  py::buffer_info info = input.request();
+std::vector<int64_t> Int64s(const py::object& sequence) {
+  return sequence.is_none() ? std::vector<int64_t>{} : sequence.cast<std::vector<int64_t>>();
+}
+
+// `input`: a C-contiguous array, whose dtype has the core's code `dtype`. `splits` and
+// `new_set_ranks`: sequences of integers, or None.
+Handle Submit(int collective, const std::string& name, int dtype, py::array input, int reduce_op,
+              int root_rank, double prescale, double postscale, const py::object& splits_or_none,
+              int process_set, int group_size, const py::object& new_set_ranks_or_none, int removed_set,
+              const std::string& group) {
+  ReleaseFinishedOrphans();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
+  const std::vector<int64_t> shape(input.shape(), input.shape() + input.ndim());
+  const std::vector<int64_t> splits = Int64s(splits_or_none);
+  const std::vector<int64_t> new_set_ranks = Int64s(new_set_ranks_or_none);
   mpirep_op_desc desc{};
   desc.collective = collective;
   desc.name = name.c_str();
@@ -139,12 +174,13 @@ Handle Submit(int collective, const std::string& name, int dtype, py::buffer inp
   desc.postscale = postscale;
   desc.nsplits = static_cast<int>(splits.size());
   desc.splits = splits.empty() ? nullptr : splits.data();
-  desc.input = info.ptr;
+  desc.input = input.data();
   desc.process_set = process_set;
   desc.group_size = group_size;
   desc.n_new_set_ranks = static_cast<int>(new_set_ranks.size());
   desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
   desc.removed_set = removed_set;
+  desc.group = group.c_str();
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
   const int status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
@@ -152,7 +188,8 @@ Handle Submit(int collective, const std::string& name, int dtype, py::buffer inp
     delete holder;
     Raise(status, error);
   }
-  return Handle(completion, input);
+  py::dtype output_dtype = input.dtype();
+  return Handle(completion, std::move(input), std::move(output_dtype));
 }
 
 // Collective. `settings`: name -> value as text, for the settings of core/settings.def.
@@ -168,6 +205,27 @@ void Start(int fortran_comm, const std::map<std::string, std::string>& settings)
     py::gil_scoped_release release;
     status = Api().start(fortran_comm, static_cast<int>(names.size()), names.data(), values.data(), error,
                          sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
+}
+
+// Both wait for the background thread to finish recording what it is recording.
+void StartTimeline(const std::string& path, bool mark_cycles) {
+  char error[1024] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().start_timeline(path.c_str(), mark_cycles ? 1 : 0, error, sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
+}
+
+void StopTimeline() {
+  char error[1024] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().stop_timeline(error, sizeof error);
   }
   if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
 }
@@ -271,6 +329,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("reason") = "");
   m.def("is_initialized", [] { return Api().is_initialized() != 0; });
   m.def("topology", &Topology);
+  m.def("start_timeline", &StartTimeline, py::arg("path"), py::arg("mark_cycles"));
+  m.def("stop_timeline", &StopTimeline);
   m.def("process_set_ranks", &ProcessSetRanks);
   m.def("negotiation_stats", &NegotiationStats);
   m.def("time_negotiation", [](bool on) { Api().time_negotiation(on ? 1 : 0); }, py::arg("on"));
@@ -281,12 +341,12 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Handle>(m, "Handle")
       .def("poll", &Handle::Poll)
       .def("wait", &Handle::Wait)
-      .def("take_output", &Handle::TakeOutput)
+      .def("result", &Handle::Result)
       .def("received_splits", &Handle::ReceivedSplits)
       .def("last_joined_rank", &Handle::LastJoinedRank)
       .def("new_process_set", &Handle::NewProcessSet);
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
-        py::arg("shape"), py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
+        py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
-        py::arg("new_set_ranks"), py::arg("removed_set"));
+        py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"));
 }

@@ -1,5 +1,5 @@
 // One round of agreement: what each rank contributes, and what every rank learns from the
-// bitwise AND of all contributions (one allreduce with MPI_BAND, made by the runtime). A field
+// bitwise AND of all contributions (and_allreduce.h, run by the runtime). A field
 // that asks whether ANY rank has something is contributed inverted, since the AND of the
 // inverses is the inverse of the OR. Positions are those of the response cache
 // (response_cache.h), the same on every rank.

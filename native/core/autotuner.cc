@@ -23,12 +23,14 @@ double Median(std::vector<double> values) {
 
 }  // namespace
 
-std::vector<TunedParameter> DefaultTunedParameters() {
-  return {
+std::vector<TunedParameter> DefaultTunedParameters(bool hierarchical_is_a_choice) {
+  std::vector<TunedParameter> parameters = {
       {"fusion_threshold", {"1048576", "4194304", "16777216", "67108864"}},
       {"cycle_time_ms", {"0", "0.5", "2", "5"}},
       {"chunk_bytes", {"65536", "262144", "1048576", "4194304"}},
   };
+  if (hierarchical_is_a_choice) parameters.push_back({"hierarchical_allreduce", {"0", "1"}});
+  return parameters;
 }
 
 Autotuner::Autotuner(const Config& start, std::vector<TunedParameter> parameters)

@@ -38,9 +38,9 @@ struct TunedParameter {
   std::vector<std::string> candidates;
 };
 
-// What autotuning varies: fusion_threshold, cycle_time_ms, chunk_bytes. The place to add a
-// setting, such as hierarchical allreduce, once it exists.
-std::vector<TunedParameter> DefaultTunedParameters();
+// What autotuning varies: fusion_threshold, cycle_time_ms, chunk_bytes and, where it decides
+// anything (the ranks span several hosts with several on each), hierarchical_allreduce off or on.
+std::vector<TunedParameter> DefaultTunedParameters(bool hierarchical_is_a_choice);
 
 struct Trial {
   int64_t index = 0;

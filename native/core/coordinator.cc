@@ -65,6 +65,8 @@ const Request& Coordinator::AnyRequest(const Pending& p) const {
 
 void Coordinator::Submit(const Request& request, Clock::time_point now) {
   if (RejectLate(request)) return;
+  CountGroupMember(request);
+  if (RejectFailedGroupMember(request)) return;
   auto set = process_sets_.find(request.process_set);
   if (set == process_sets_.end()) {
     // A set removed after the request was made: a cached tensor's request, sent late
@@ -92,9 +94,9 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
     }
   }
   if (request.collective == Collective::JOIN) {
-    Joined(request.rank);
+    Joined(request.rank, now);
   } else if (AllSubmitted(p)) {
-    MarkReady(request.name);
+    MarkReady(request.name, {request.rank, now});
   }
 }
 
@@ -104,16 +106,20 @@ bool Coordinator::AllSubmitted(const Pending& p) const {
                      [&](int r) { return p.submitted[r] || (joined_[r] && !is_join); });
 }
 
-void Coordinator::MarkReady(const std::string& name) {
+void Coordinator::MarkReady(const std::string& name, const Arrival& last) {
   auto it = pending_.find(name);
-  Response decided = Decide(name, it->second);
+  bool group_sizes_differ = false;
+  Response decided = Decide(name, it->second, &group_sizes_differ);
   const Request& any = AnyRequest(it->second);
   decided.bytes = NumElements(any.shape) * static_cast<int64_t>(ElementSize(any.dtype));
+  decided.last_arrivals = {last};
+  const Pending done = std::move(it->second);
   pending_.erase(it);
   ready_.push_back(std::move(decided));
+  if (group_sizes_differ) FailGroup(AnyRequest(done).group, done, std::string(ready_.back().error));
 }
 
-void Coordinator::Joined(int rank) {
+void Coordinator::Joined(int rank, Clock::time_point now) {
   joined_[rank] = true;
   last_joined_ = rank;
   std::vector<std::string> now_complete;
@@ -127,15 +133,15 @@ void Coordinator::Joined(int rank) {
     }
   }
   std::sort(now_complete.begin(), now_complete.end());  // a deterministic order
-  for (const std::string& name : now_complete) MarkReady(name);
+  for (const std::string& name : now_complete) MarkReady(name, {rank, now});
   if (!join_name.empty()) {  // last, after everything the joined ranks still had in flight
-    MarkReady(join_name);
+    MarkReady(join_name, {rank, now});
     joined_.assign(size_, false);
   }
 }
 
 // Compares the requests of the ranks that submitted `name` (ranks that joined did not).
-Response Coordinator::Decide(const std::string& name, const Pending& p) {
+Response Coordinator::Decide(const std::string& name, const Pending& p, bool* group_sizes_differ) {
   std::vector<const Request*> requests;
   for (int r : p.members) {
     if (p.submitted[r]) requests.push_back(&p.by_rank[r]);
@@ -167,8 +173,11 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) {
   const bool reduces = c == Collective::ALLREDUCE || c == Collective::REDUCESCATTER;
   bool ok = check("collective operations", [](const Request& r) { return std::string(CollectiveName(r.collective)); }) &&
             check("data types", [](const Request& r) { return std::string(DataTypeName(r.dtype)); }) &&
-            check("shapes", ComparableShape) &&
-            check("group sizes", [](const Request& r) { return std::to_string(r.group_size); });
+            check("shapes", ComparableShape);
+  if (ok && !check("group sizes", [](const Request& r) { return std::to_string(r.group_size); })) {
+    ok = false;
+    *group_sizes_differ = !first.group.empty();
+  }
   if (ok && reduces) {
     ok = check("reduction ops", [](const Request& r) { return std::string(ReduceOpName(r.op)); }) &&
          check("prescale factors", [](const Request& r) { return FormatDouble(r.prescale); }) &&
@@ -209,7 +218,10 @@ Response Coordinator::Decide(const std::string& name, const Pending& p) {
   } else if (ok && c == Collective::JOIN) {
     response.last_joined_rank = last_joined_;
   }
-  response.cacheable = ok && joined.empty() && c != Collective::JOIN && c != Collective::BARRIER;
+  // A group's members are counted per rank (CountGroupMember); rank 0 counts those that run
+  // from the cache itself, from its own requests, so only when it is in the group's set.
+  const bool countable = first.group.empty() || std::count(p.members.begin(), p.members.end(), 0) > 0;
+  response.cacheable = ok && joined.empty() && c != Collective::JOIN && c != Collective::BARRIER && countable;
   return response;
 }
 
@@ -261,6 +273,54 @@ void Coordinator::FailOn(std::vector<int64_t> ranks, const std::string& name, St
   response.error = why;
   response.error_ranks = std::move(ranks);
   ready_.push_back(std::move(response));
+}
+
+void Coordinator::CountCachedGroupMember(const Request& own) {
+  if (own.group.empty()) return;
+  Request member = own;
+  for (int r : process_sets_.at(own.process_set)) {
+    member.rank = r;
+    CountGroupMember(member);
+  }
+}
+
+void Coordinator::CountGroupMember(const Request& request) {
+  if (request.group.empty() || request.group_size <= 0) return;
+  auto [it, inserted] = group_members_seen_.try_emplace(request.group, size_, 0);
+  int32_t& seen = it->second[request.rank];
+  if (++seen == request.group_size) seen = 0;
+  if (std::all_of(it->second.begin(), it->second.end(), [](int32_t n) { return n == 0; })) {
+    group_members_seen_.erase(it);
+  }
+}
+
+void Coordinator::FailGroup(const std::string& group, const Pending& decided, const std::string& error) {
+  FailedGroup failed{std::vector<int32_t>(size_, 0), error};
+  auto seen = group_members_seen_.find(group);
+  for (int r = 0; r < size_; ++r) {
+    const int32_t got = seen == group_members_seen_.end() ? 0 : seen->second[r];
+    if (decided.submitted[r] && got > 0) failed.owed[r] = decided.by_rank[r].group_size - got;
+  }
+  std::vector<std::string> members;
+  for (const auto& [name, p] : pending_) {
+    if (AnyRequest(p).group == group) members.push_back(name);
+  }
+  std::sort(members.begin(), members.end());  // a deterministic order
+  for (const std::string& name : members) Fail(name, StatusCode::MISMATCH, error);
+  if (std::any_of(failed.owed.begin(), failed.owed.end(), [](int32_t n) { return n > 0; })) {
+    failed_groups_[group] = std::move(failed);
+  }
+}
+
+bool Coordinator::RejectFailedGroupMember(const Request& request) {
+  auto it = failed_groups_.find(request.group);
+  if (request.group.empty() || it == failed_groups_.end() || it->second.owed[request.rank] == 0) return false;
+  FailOn({request.rank}, request.name, StatusCode::MISMATCH, it->second.error);
+  --it->second.owed[request.rank];
+  if (std::all_of(it->second.owed.begin(), it->second.owed.end(), [](int32_t n) { return n == 0; })) {
+    failed_groups_.erase(it);
+  }
+  return true;
 }
 
 bool Coordinator::RejectLate(const Request& request) {

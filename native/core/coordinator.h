@@ -7,6 +7,10 @@
 // A rank that calls join has run out of work: until every rank has joined, it counts as having
 // submitted every tensor, and takes part in each collective with zeros (no rows for allgather).
 //
+// The members of a group (a grouped collective) are negotiated one by one, but if ranks
+// disagree about the group's size every member fails on every rank that submits it, including
+// the members that only the ranks with the longer list submit, so that none waits forever.
+//
 // A tensor of a process set waits only for the set's members. Rank 0 keeps the sets' member
 // lists: it gives each new set its id when every rank agrees to create it.
 #pragma once
@@ -49,6 +53,9 @@ class Coordinator {
   // other) is not late: its next request of that name is a new one and pairs normally, so
   // one divergence does not fail every later step.
   std::string CancelStalled(Clock::time_point now, Clock::duration after);
+  // A member of a group ran from the response cache, every rank of its set having repeated
+  // `own`, rank 0's request: counts it for each of them, as Submit does for a request.
+  void CountCachedGroupMember(const Request& own);
   bool HasPending() const { return !pending_.empty(); }
   bool HasReady() const { return !ready_.empty(); }
 
@@ -63,10 +70,18 @@ class Coordinator {
 
   // Whether every member has submitted the tensor, counting a joined member as having done so.
   bool AllSubmitted(const Pending& pending) const;
-  // Decides the tensor `name`, which every member has submitted, and queues the decision.
-  void MarkReady(const std::string& name);
-  void Joined(int rank);
-  Response Decide(const std::string& name, const Pending& pending);
+  // Decides the tensor `name`, which every member has submitted (`last` completing it), and
+  // queues the decision.
+  void MarkReady(const std::string& name, const Arrival& last);
+  void Joined(int rank, Clock::time_point now);
+  // `group_sizes_differ` is set when the requests disagree about their group's size.
+  Response Decide(const std::string& name, const Pending& pending, bool* group_sizes_differ);
+  // Counts a member of a group towards its rank's group size.
+  void CountGroupMember(const Request& request);
+  // Fails every member of `group`, pending or still to come, with `error` (see above).
+  void FailGroup(const std::string& group, const Pending& decided, const std::string& error);
+  // A member of a group that failed, which its rank still owed: true if it was failed.
+  bool RejectFailedGroupMember(const Request& request);
   std::string MissingRanks(const Pending& pending) const;
   std::string Describe(const std::string& name, const Pending& pending, Clock::time_point now) const;
   // Fails the pending tensor `name` on the ranks that have submitted it, and forgets it.
@@ -97,6 +112,14 @@ class Coordinator {
     std::string error;
   };
   std::unordered_map<std::string, Cancelled> cancelled_;  // stalled tensors still owed by a rank
+  // Per group, the members each rank has submitted of its current instance of the group (0
+  // again once it has submitted all of them).
+  std::unordered_map<std::string, std::vector<int32_t>> group_members_seen_;
+  struct FailedGroup {
+    std::vector<int32_t> owed;  // per rank, the members it has yet to submit
+    std::string error;
+  };
+  std::unordered_map<std::string, FailedGroup> failed_groups_;
 };
 
 }  // namespace mpirep

@@ -24,16 +24,42 @@ Shape WithFirstDim(const Shape& shape, int64_t first) {
 
 }  // namespace
 
-Executor::Executor(Transport& transport, int64_t chunk_bytes)
+Executor::Executor(Transport& transport, int64_t chunk_bytes,
+                   std::optional<HostTransports> hosts, int64_t hierarchical_allreduce)
     : transport_(transport),
       rank_(transport.rank()),
       size_(transport.size()),
       chunk_bytes_(static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes))),
-      ring_(transport, chunk_bytes_) {}
+      ring_(transport, chunk_bytes_),
+      hierarchical_allreduce_(hierarchical_allreduce) {
+  if (hosts) hierarchical_ = std::make_unique<HierarchicalAllreduce>(*hosts, chunk_bytes_);
+}
+
+bool Executor::HierarchicalIsAChoice() const {
+  return hierarchical_ && hierarchical_->hosts() > 1 && hierarchical_->ranks_per_host() > 1;
+}
+
+// Auto: only where both stages have something to do, which is where the network carries less.
+bool Executor::Hierarchical() const {
+  if (!hierarchical_ || hierarchical_allreduce_ == 0) return false;
+  return hierarchical_allreduce_ > 0 || HierarchicalIsAChoice();
+}
+
+void Executor::ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype,
+                            ReduceOp op, const Ring::Epilogue& epilogue) {
+  if (Hierarchical()) {
+    BeginPhase("HIERARCHICAL_ALLREDUCE");
+    hierarchical_->Allreduce(in, out, count, dtype, op, epilogue);
+  } else {
+    BeginPhase("RING_ALLREDUCE");
+    ring_.Allreduce(in, out, count, dtype, op, epilogue);
+  }
+}
 
 void Executor::SetChunkBytes(int64_t chunk_bytes) {
   chunk_bytes_ = static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes));
   ring_.SetChunkBytes(chunk_bytes_);
+  if (hierarchical_) hierarchical_->SetChunkBytes(chunk_bytes_);
 }
 
 char* Executor::Scratch(std::vector<char>& buffer, size_t bytes) {
@@ -52,7 +78,17 @@ void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
 }
 
 std::vector<Status> Executor::Run(const Response& response, const std::vector<Operation*>& ops,
-                                  OperationResult* result) {
+                                  OperationResult* result, PhaseLog* phases) {
+  phases_ = phases;
+  if (phases_) phases_->Clear();
+  std::vector<Status> statuses = Dispatch(response, ops, result);
+  if (phases_) phases_->End();
+  phases_ = nullptr;
+  return statuses;
+}
+
+std::vector<Status> Executor::Dispatch(const Response& response, const std::vector<Operation*>& ops,
+                                       OperationResult* result) {
   switch (response.collective) {
     case Collective::ALLREDUCE:
       return Allreduce(response, ops);
@@ -99,10 +135,11 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
     void* out = Output(op, op.request.shape, &statuses[0]);
     const void* in = op.input;
     if (response.prescale != 1.0) {
+      BeginPhase("PACK");
       Scale(out, in, count, dtype, response.prescale);
       in = out;
     }
-    ring_.Allreduce(in, out, count, dtype, response.op, epilogue);
+    ReduceBuffer(in, out, count, dtype, response.op, epilogue);
     return statuses;
   }
 
@@ -110,6 +147,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
   for (const Operation* op : ops) total += Bytes(*op);
   char* buffer = Scratch(fusion_buffer_, static_cast<size_t>(std::max<int64_t>(total, 1)));
   int64_t offset = 0;
+  BeginPhase("PACK");
   for (const Operation* op : ops) {
     if (response.prescale != 1.0) {
       Scale(buffer + offset, op->input, NumElements(op->request.shape), dtype, response.prescale);
@@ -118,7 +156,8 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
     }
     offset += Bytes(*op);
   }
-  ring_.Allreduce(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
+  ReduceBuffer(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
+  BeginPhase("UNPACK");
   offset = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     void* out = Output(*ops[i], ops[i]->request.shape, &statuses[i]);
@@ -141,7 +180,9 @@ Status Executor::Allgather(const Response& response, Operation& op) {
   Status status;
   const size_t esize = ElementSize(op.request.dtype);
   char* out = static_cast<char*>(Output(op, WithFirstDim(shape, rows), &status));
+  BeginPhase("PACK");
   std::memcpy(out + before * row * esize, op.input, Bytes(op));
+  BeginPhase("RING_ALLGATHER");
   ring_.Allgather(out, segments, esize);
   return status;
 }
@@ -157,6 +198,7 @@ Status Executor::Broadcast(Operation& op) {
   const int position = (rank_ - root + size_) % size_;  // hops from the root
   const int next = (rank_ + 1) % size_, previous = (rank_ - 1 + size_) % size_;
   const bool forwards = position < size_ - 1;
+  BeginPhase("CHAIN_BROADCAST");
   const char* source = position == 0 ? static_cast<const char*>(op.input) : out;
   std::vector<Transport::Handle> receives, sends;
   if (position > 0) {
@@ -188,10 +230,13 @@ Status Executor::Reducescatter(Operation& op) {
   char* work = Scratch(fusion_buffer_, std::max<size_t>(Bytes(op), 1));
   const void* in = op.input;
   if (req.prescale != 1.0) {
+    BeginPhase("PACK");
     Scale(work, in, NumElements(req.shape), req.dtype, req.prescale);
     in = work;
   }
+  BeginPhase("RING_REDUCESCATTER");
   ring_.ReduceScatter(in, work, segments, req.dtype, req.op, EpilogueFor(req.dtype, req.op, req.postscale));
+  BeginPhase("UNPACK");
   Status status;
   void* out = Output(op, WithFirstDim(req.shape, rows[rank_]), &status);
   std::memcpy(out, work + before * row * esize, rows[rank_] * row * esize);
@@ -218,7 +263,9 @@ Status Executor::Alltoall(const Response& response, Operation& op,
   const Shape out_shape = WithFirstDim(req.shape, total_rows);
   char* out = static_cast<char*>(Output(op, out_shape, &status));
   const char* in = static_cast<const char*>(op.input);
+  BeginPhase("PACK");
   std::memcpy(out + recv_offset[rank_], in + send_offset[rank_], send_offset[rank_ + 1] - send_offset[rank_]);
+  BeginPhase("PAIRWISE_ALLTOALL");
   std::vector<Transport::Handle> pending;
   for (int k = 1; k < size_; ++k) {
     const int to = (rank_ + k) % size_, from = (rank_ - k + size_) % size_;

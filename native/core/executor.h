@@ -3,9 +3,13 @@
 // by one thread at a time (the background thread, which alone owns the transport).
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <vector>
 
+#include "hierarchical.h"
 #include "operation.h"
+#include "phase_log.h"
 #include "ring.h"
 #include "transport.h"
 
@@ -13,17 +17,32 @@ namespace mpirep {
 
 class Executor {
  public:
-  // `chunk_bytes`: the unit of pipelining of the ring and of broadcast.
-  Executor(Transport& transport, int64_t chunk_bytes);
+  // `chunk_bytes`: the unit of pipelining of the ring and of broadcast. `hosts`: the same
+  // ranks grouped by host, given only where every host has as many of them as the others.
+  // `hierarchical_allreduce`: the setting of that name (negative: auto, 0: off, positive: on).
+  Executor(Transport& transport, int64_t chunk_bytes,
+           std::optional<HostTransports> hosts = std::nullopt, int64_t hierarchical_allreduce = -1);
 
   // Runs `response` (kind EXECUTE) over `ops`, the local operations it names, in its order.
-  // Returns one status per op, and fills `result` for alltoall and join.
+  // Returns one status per op, and fills `result` for alltoall and join. With `phases`, records
+  // there the phases it went through.
   std::vector<Status> Run(const Response& response, const std::vector<Operation*>& ops,
-                          OperationResult* result);
-  // For the collectives that follow (autotuning changes it on every rank at the same point).
+                          OperationResult* result, PhaseLog* phases = nullptr);
+  // For the collectives that follow (autotuning changes them on every rank at the same point).
   void SetChunkBytes(int64_t chunk_bytes);
+  void SetHierarchicalAllreduce(int64_t hierarchical_allreduce) {
+    hierarchical_allreduce_ = hierarchical_allreduce;
+  }
+  // Whether hierarchical_allreduce decides anything here: the ranks span several hosts with
+  // several ranks on each, as many on every host.
+  bool HierarchicalIsAChoice() const;
 
  private:
+  std::vector<Status> Dispatch(const Response& response, const std::vector<Operation*>& ops,
+                               OperationResult* result);
+  void BeginPhase(const char* name) {
+    if (phases_) phases_->Begin(name);
+  }
   std::vector<Status> Allreduce(const Response& response, const std::vector<Operation*>& ops);
   Status Allgather(const Response& response, Operation& op);
   Status Broadcast(Operation& op);
@@ -33,6 +52,11 @@ class Executor {
   // The output buffer for `op`; where the adapter cannot provide one the collective still runs
   // (other ranks depend on it) into scratch memory, and the op fails afterwards.
   void* Output(Operation& op, const Shape& shape, Status* status);
+  // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or the flat ring;
+  // decided per collective from the setting, the same way on every rank.
+  bool Hierarchical() const;
+  void ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
+                    const Ring::Epilogue& epilogue);
   // Averaging and postscaling, applied once to each fully reduced chunk on its owner.
   Ring::Epilogue EpilogueFor(DataType dtype, ReduceOp op, double postscale) const;
   char* Scratch(std::vector<char>& buffer, size_t bytes);
@@ -42,8 +66,11 @@ class Executor {
   const int size_;
   size_t chunk_bytes_;
   Ring ring_;
+  std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // null: no host grouping
+  int64_t hierarchical_allreduce_;
   std::vector<char> fusion_buffer_;  // reused by every fused allreduce; grows, never shrinks
   std::vector<char> spare_;          // for outputs the adapter could not allocate
+  PhaseLog* phases_ = nullptr;       // during Run, when its caller records phases
 };
 
 }  // namespace mpirep

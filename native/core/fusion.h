@@ -15,6 +15,6 @@ namespace mpirep {
 // Fusion saves the fixed cost of a ring pass, and costs two copies of every byte (packing and
 // unpacking). Past `solo_bytes` the copies cost more than a pass, so a tensor that large runs
 // alone, reduced straight from its input into its output.
-std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold, int64_t solo_bytes);
+std::vector<Response> PlanFusion(std::vector<Response> ready, int64_t threshold, int64_t solo_bytes);
 
 }  // namespace mpirep

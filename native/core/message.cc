@@ -79,6 +79,7 @@ std::string Encode(const RequestList& list) {
     w.Put(r.splits);
     w.Put(r.process_set);
     w.Put(r.group_size);
+    w.Put(r.group);
     w.Put(r.new_set_ranks);
     w.Put(r.removed_set);
   }
@@ -104,6 +105,7 @@ RequestList DecodeRequestList(const std::string& bytes) {
     r.splits = rd.GetInts();
     r.process_set = rd.Get<int32_t>();
     r.group_size = rd.Get<int32_t>();
+    r.group = rd.GetString();
     r.new_set_ranks = rd.GetInts();
     r.removed_set = rd.Get<int32_t>();
   }

@@ -2,6 +2,7 @@
 // byte encoding for the control messages.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,9 +25,16 @@ struct Request {
   double postscale = 1.0;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank of the set
   int32_t process_set = 0;      // 0: all ranks; `root` and `splits` count ranks of the set
-  int32_t group_size = 0;       // tensors in its grouped_allreduce (0: not grouped)
+  int32_t group_size = 0;       // tensors in its group (0: not grouped)
+  std::string group;            // the group's name, the same on every rank ("": not grouped)
   std::vector<int64_t> new_set_ranks;  // add_process_set: the ranks of the set to create
   int32_t removed_set = 0;             // remove_process_set: the id of the set to remove
+};
+
+// When a tensor became ready on the coordinator, and which rank's submission completed it.
+struct Arrival {
+  int32_t rank = -1;
+  std::chrono::steady_clock::time_point at;
 };
 
 struct RequestList {
@@ -66,8 +74,10 @@ struct Response {
   // runs: an executed collective of tensors that every member submitted (none stood in).
   bool cacheable = false;
   // Known to the coordinator only, never encoded: the bytes of all named tensors together,
-  // which the fusion planner needs.
+  // which the fusion planner needs, and for each named tensor the last rank to submit it
+  // (for the timeline).
   int64_t bytes = 0;
+  std::vector<Arrival> last_arrivals;
 };
 
 // New values of settings, chosen by rank 0's autotuner (autotuner.h), which every rank applies

@@ -28,8 +28,11 @@ Negotiator::Negotiator(int rank, int size, const Config& config)
       config_(config),
       cache_(config.cache_capacity),
       base_(config.cache_capacity, size),
-      round_(config.cache_capacity, size) {
+      round_(config.cache_capacity, size),
+      hit_at_(config.cache_capacity, nullptr) {
   if (rank == kCoordinator) {
+    partial_.assign(base_.position_words(), 0);
+    partial_since_.resize(config.cache_capacity);
     coordinator_ = std::make_unique<Coordinator>(size);
     last_stall_check_ = Clock::now();
   }
@@ -37,8 +40,7 @@ Negotiator::Negotiator(int rank, int size, const Config& config)
 
 void Negotiator::Submit(const Request& request) {
   if (request.collective == Collective::JOIN) join_pending_ = true;
-  pending_.emplace(request.name, Pending{request});
-  fresh_.push_back(request.name);
+  fresh_.push_back(&pending_.emplace(request.name, Pending{request}).first->second);
 }
 
 void Negotiator::ShutDown(const std::string& reason) {
@@ -57,7 +59,7 @@ void Negotiator::Place(Pending& pending) {
   const int64_t position = cache_.Find(pending.request.name);
   if (hits_allowed_ && position >= 0 && cache_.Repeats(position, pending.request)) {
     pending.hit = position;
-    hit_at_[position] = pending.request.name;
+    hit_at_[position] = &pending;
     base_.SetReady(position);
     base_.SetSubmitted(position);
   } else {
@@ -68,34 +70,38 @@ void Negotiator::Place(Pending& pending) {
 void Negotiator::Unhit(Pending& pending) {
   base_.ClearReady(pending.hit);
   base_.ClearSubmitted(pending.hit);
-  hit_at_.erase(pending.hit);
+  hit_at_[pending.hit] = nullptr;
   pending.hit = -1;
   unsent_.push_back(pending.request.name);
 }
 
 void Negotiator::EvictEverywhere(int64_t position) {
-  auto hit = hit_at_.find(position);
-  if (hit != hit_at_.end()) {
-    Unhit(pending_.at(hit->second));
+  if (hit_at_[position]) {
+    Unhit(*hit_at_[position]);
   } else if (!cache_.Member(position)) {
     base_.ClearReady(position);  // it stood for "not mine to wait for"
   }
   cache_.Evict(position);
-  partial_since_.erase(position);
+  if (coordinator_) partial_[position / 64] &= ~(uint64_t{1} << (position % 64));
 }
 
 RoundWords& Negotiator::Contribute(Clock::time_point now) {
   if (coordinator_) CheckStalls(now);
-  for (const std::string& name : fresh_) Place(pending_.at(name));
+  for (Pending* pending : fresh_) Place(*pending);
   fresh_.clear();
   round_ = base_;
   sending_.swap(unsent_);
   unsent_.clear();
   // A request for a cached name evicts it everywhere, so that no rank's hit on it waits for
-  // this rank, whose request waits at rank 0.
+  // this rank, whose request waits at rank 0. A request for a member of a group evicts the
+  // group's other members too: if the ranks disagree about the group's size, rank 0 fails
+  // every member at once, which it can only do for members it has requests for.
   for (const std::string& name : sending_) {
     const int64_t position = cache_.Find(name);
     if (position >= 0) round_.SetEvict(position);
+    auto pending = pending_.find(name);
+    if (pending == pending_.end() || pending->second.request.group.empty()) continue;
+    for (int64_t member : cache_.PositionsOfGroup(pending->second.request.group)) round_.SetEvict(member);
   }
   counts_.requests_sent += static_cast<int64_t>(sending_.size());
   if (join_pending_) round_.SetFlag(kJoinPending);
@@ -105,12 +111,12 @@ RoundWords& Negotiator::Contribute(Clock::time_point now) {
     for (int64_t position : demote_) {
       if (!cache_.Occupied(position)) continue;
       round_.SetEvict(position);
-      auto since = partial_since_.find(position);
-      if (since != partial_since_.end()) demoted_since_[cache_.response(position).names[0]] = since->second;
+      demoted_since_[cache_.response(position).names[0]] = partial_since_[position];
     }
     demote_.clear();
     // Hold ready tensors back, for fusion, while others are incomplete (cycle_time_ms).
-    const bool incomplete = coordinator_->HasPending() || !partial_since_.empty();
+    const bool incomplete = coordinator_->HasPending() ||
+                            std::any_of(partial_.begin(), partial_.end(), [](uint64_t w) { return w != 0; });
     if (config_.cycle_time_ms <= 0 || !incomplete) {
       holding_since_.reset();
     } else if (!holding_since_) {
@@ -132,17 +138,19 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
   }
   hold_ = (agreed.Rank0Word() & kHold) != 0;
   std::vector<Response> ready;
+  ready.reserve(pending_.size());
   for (int64_t w = 0; !hold_ && w < agreed.position_words(); ++w) {
     ForEachBit(agreed.ReadyEverywhere(w), w, [&](int64_t position) {
       cache_.Touch(position);
       ready.push_back(cache_.response(position));
       if (!cache_.Member(position)) return;
-      auto hit = hit_at_.find(position);
-      if (hit == hit_at_.end()) throw std::logic_error("mpirep: a cached tensor ran without this rank");
+      if (coordinator_) coordinator_->CountCachedGroupMember(*cache_.own(position));
+      Pending* hit = hit_at_[position];
+      if (!hit) throw std::logic_error("mpirep: a cached tensor ran without this rank");
       base_.ClearReady(position);
       base_.ClearSubmitted(position);
-      pending_.erase(hit->second);
-      hit_at_.erase(hit);
+      hit_at_[position] = nullptr;
+      pending_.erase(hit->request.name);
       ++counts_.cached_tensors;
     });
   }
@@ -153,9 +161,9 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
   }
   const bool hits_allowed = !agreed.Flag(kJoinPending) && !agreed.Flag(kShutDown);
   if (hits_allowed_ && !hits_allowed) {
-    std::vector<std::string> hits;
-    for (const auto& [position, name] : hit_at_) hits.push_back(name);
-    for (const std::string& name : hits) Unhit(pending_.at(name));
+    for (Pending* hit : hit_at_) {
+      if (hit) Unhit(*hit);
+    }
   }
   hits_allowed_ = hits_allowed;
   slow_phase_ = agreed.AnySendsRequests();
@@ -170,7 +178,7 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
     if (!ready.empty()) holding_since_.reset();
   }
   // Every rank plans the same batches from the same list; each runs those of its sets.
-  return PlanFusion(ready, config_.fusion_threshold, config_.chunk_bytes * size_);
+  return PlanFusion(std::move(ready), config_.fusion_threshold, config_.chunk_bytes * size_);
 }
 
 RequestList Negotiator::TakeRequests() {
@@ -228,6 +236,9 @@ void Negotiator::Ran(const Response& response) {
     const std::string& name = response.names[i];
     auto it = pending_.find(name);
     if (it != pending_.end() && it->second.request.process_set != response.process_set) it = pending_.end();
+    if (it != pending_.end() && it->second.hit >= 0) {
+      throw std::logic_error("mpirep: '" + name + "' ran through rank 0 while this rank had it from the cache");
+    }
     if (response.cacheable && cache_.capacity() > 0) {
       const int64_t cached = cache_.Find(name);
       if (cached >= 0) EvictEverywhere(cached);
@@ -268,23 +279,21 @@ void Negotiator::CheckStalls(Clock::time_point now) {
 // Rank 0 notes since when each cached tensor has been submitted on some ranks but not all, and
 // demotes those that waited too long.
 void Negotiator::TrackPartial(const RoundWords& agreed, Clock::time_point now) {
-  std::vector<int64_t> partial;
   for (int64_t w = 0; w < agreed.position_words(); ++w) {
-    const uint64_t ran = hold_ ? 0 : agreed.ReadyEverywhere(w);
-    ForEachBit(agreed.SubmittedSomewhere(w) & ~ran, w, [&](int64_t position) {
-      if (cache_.Occupied(position)) partial.push_back(position);
+    // Ready everywhere is complete even while held: counting it as partial would keep rank 0
+    // holding it until the cycle time ran out, or demote it after a second.
+    uint64_t partial = agreed.SubmittedSomewhere(w) & ~agreed.ReadyEverywhere(w);
+    ForEachBit(partial, w, [&](int64_t position) {
+      if (!cache_.Occupied(position)) {
+        partial &= ~(uint64_t{1} << (position % 64));
+      } else if (!(partial_[w] >> (position % 64) & 1)) {
+        partial_since_[position] = now;
+      } else if (now - partial_since_[position] >= DemoteAfter()) {
+        demote_.push_back(position);  // evicted next round, which clears its bit
+      }
     });
+    partial_[w] = partial;
   }
-  std::unordered_map<int64_t, Clock::time_point> still;
-  for (int64_t position : partial) {
-    auto it = partial_since_.find(position);
-    const Clock::time_point since = it == partial_since_.end() ? now : it->second;
-    if (now - since >= DemoteAfter() && std::find(demote_.begin(), demote_.end(), position) == demote_.end()) {
-      demote_.push_back(position);
-    }
-    still.emplace(position, since);
-  }
-  partial_since_.swap(still);
 }
 
 bool Negotiator::CoordinatorHasNews(Clock::time_point) {

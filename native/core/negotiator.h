@@ -120,10 +120,10 @@ class Negotiator {
   RoundWords base_;  // this rank's standing contribution: hits and its non-member entries
   RoundWords round_;
   std::unordered_map<std::string, Pending> pending_;
-  std::vector<std::string> fresh_;      // submitted since the last contribution
+  std::vector<Pending*> fresh_;         // submitted since the last contribution
   std::vector<std::string> unsent_;     // requests for the next round
   std::vector<std::string> sending_;    // requests for this round's slow phase
-  std::unordered_map<int64_t, std::string> hit_at_;  // position -> name of this rank's hit
+  std::vector<Pending*> hit_at_;        // by cache position: this rank's hit on it, or null
   bool hits_allowed_ = true;            // no join pending, nobody shut down (last round)
   bool join_pending_ = false;           // this rank has submitted join, not yet run
   bool shut_down_ = false;
@@ -136,7 +136,9 @@ class Negotiator {
   // Rank 0 only.
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<int> senders_;
-  std::unordered_map<int64_t, Clock::time_point> partial_since_;  // submitted somewhere, not everywhere
+  // Cached tensors submitted somewhere but not everywhere: their positions' bits, and since when
+  std::vector<uint64_t> partial_;
+  std::vector<Clock::time_point> partial_since_;
   std::vector<int64_t> demote_;  // positions rank 0 asks every rank to evict next round
   std::unordered_map<std::string, Clock::time_point> demoted_since_;  // for the Coordinator's stall clock
   std::optional<Clock::time_point> holding_since_;

@@ -23,7 +23,8 @@ bool SameRequest(const Request& a, const Request& b) {
   return a.collective == b.collective && a.name == b.name && a.dtype == b.dtype && a.shape == b.shape &&
          a.op == b.op && a.root == b.root && SameBits(a.prescale, b.prescale) &&
          SameBits(a.postscale, b.postscale) && a.splits == b.splits && a.process_set == b.process_set &&
-         a.group_size == b.group_size && a.new_set_ranks == b.new_set_ranks && a.removed_set == b.removed_set;
+         a.group_size == b.group_size && a.group == b.group && a.new_set_ranks == b.new_set_ranks &&
+         a.removed_set == b.removed_set;
 }
 
 ResponseCache::ResponseCache(int64_t capacity) : capacity_(capacity), entries_(capacity) {
@@ -51,6 +52,7 @@ int64_t ResponseCache::Insert(const Response& response, size_t index, const Requ
   entry.response = response;
   entry.response.names = {name};
   entry.response.shapes = {response.shapes[index]};
+  entry.response.last_arrivals.clear();  // rank 0's, of the negotiation that inserted it: stale when it runs again
   entry.response.bytes = NumElements(response.shapes[index]) * static_cast<int64_t>(ElementSize(response.dtype));
   if (own) entry.own = *own;
   entry.recency = recency_.insert(recency_.end(), position);
@@ -80,6 +82,14 @@ std::vector<int64_t> ResponseCache::PositionsOf(int32_t id) const {
   std::vector<int64_t> positions;
   for (int64_t p = 0; p < capacity_; ++p) {
     if (entries_[p] && entries_[p]->response.process_set == id) positions.push_back(p);
+  }
+  return positions;
+}
+
+std::vector<int64_t> ResponseCache::PositionsOfGroup(const std::string& group) const {
+  std::vector<int64_t> positions;
+  for (int64_t p = 0; p < capacity_; ++p) {
+    if (entries_[p] && entries_[p]->own && entries_[p]->own->group == group) positions.push_back(p);
   }
   return positions;
 }

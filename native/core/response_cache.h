@@ -41,6 +41,10 @@ class ResponseCache {
   const Response& response(int64_t position) const { return entries_[position]->response; }
   // Whether this rank took part in the tensor (is in its process set).
   bool Member(int64_t position) const { return entries_[position]->own.has_value(); }
+  // This rank's request for the entry's tensor, or null when it did not take part.
+  const Request* own(int64_t position) const {
+    return entries_[position]->own ? &*entries_[position]->own : nullptr;
+  }
 
   bool Full() const { return size() == capacity_; }
   // The entry to evict to make room, when Full().
@@ -54,6 +58,8 @@ class ResponseCache {
   void Touch(int64_t position);
   // The positions of the entries of process set `id`.
   std::vector<int64_t> PositionsOf(int32_t id) const;
+  // The positions of the entries of the group named `group` in which this rank took part.
+  std::vector<int64_t> PositionsOfGroup(const std::string& group) const;
   // A hash of every change made so far: equal on two ranks whose caches went the same way.
   uint64_t fingerprint() const { return fingerprint_; }
 

@@ -27,6 +27,12 @@ bool Parse(const std::string& text, double* out) {
   return true;
 }
 
+bool Parse(const std::string& text, bool* out) {
+  if (text != "0" && text != "1") return false;
+  *out = text == "1";
+  return true;
+}
+
 bool Parse(const std::string& text, std::string* out) {
   *out = text;
   return true;
@@ -39,11 +45,13 @@ std::string Text(double value) {
   return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);  // shortest exact form
 }
 
+std::string Text(bool value) { return value ? "1" : "0"; }
+
 std::string Text(const std::string& value) { return value; }
 
 template <typename T>
 bool BelowMinimum(const T& value, double minimum) {
-  if constexpr (std::is_arithmetic_v<T>) return value < minimum;
+  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) return value < minimum;
   return false;
 }
 

@@ -10,6 +10,7 @@ namespace mpirep {
 #define MPIREP_SETTING_TYPE_int int64_t
 #define MPIREP_SETTING_TYPE_float double
 #define MPIREP_SETTING_TYPE_str std::string
+#define MPIREP_SETTING_TYPE_bool bool
 
 struct Config {
 #define MPIREP_SETTING(name, type, default_value, ...) MPIREP_SETTING_TYPE_##type name = default_value;
@@ -17,7 +18,7 @@ struct Config {
 #undef MPIREP_SETTING
 };
 
-// Sets the setting `name` from `text` (a number for int and float settings). Returns "" or
+// Sets the setting `name` from `text` (a number for int and float settings, 0 or 1 for bool). Returns "" or
 // why it cannot: an unknown name, text that is not a number, a value below the minimum.
 std::string SetSetting(Config* config, const std::string& name, const std::string& text);
 

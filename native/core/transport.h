@@ -26,6 +26,9 @@ class Transport {
   virtual Handle Isend(int peer, const void* data, size_t bytes) = 0;
   virtual Handle Irecv(int peer, void* data, size_t bytes) = 0;
   virtual void Wait(Handle handle) = 0;
+  // Whether the operation has completed, without waiting; once it returns true the handle is
+  // finished, as after Wait.
+  virtual bool Test(Handle handle) = 0;
 };
 
 }  // namespace mpirep

@@ -40,4 +40,12 @@ void MpiTransport::Wait(Handle handle) {
   pending_.erase(it);
 }
 
+bool MpiTransport::Test(Handle handle) {
+  auto it = pending_.find(handle);
+  int done = 0;
+  MPI_Test(&it->second, &done, MPI_STATUS_IGNORE);
+  if (done) pending_.erase(it);
+  return done != 0;
+}
+
 }  // namespace mpirep

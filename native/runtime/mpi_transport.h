@@ -20,6 +20,7 @@ class MpiTransport : public Transport {
   Handle Isend(int peer, const void* data, size_t bytes) override;
   Handle Irecv(int peer, void* data, size_t bytes) override;
   void Wait(Handle handle) override;
+  bool Test(Handle handle) override;
 
  private:
   MPI_Comm comm_;

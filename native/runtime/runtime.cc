@@ -4,7 +4,7 @@
 // puts it on queue_ and wakes the background thread. That thread is the only caller of MPI.
 // It negotiates in rounds that every rank takes in lock-step (core/negotiator.h):
 //   1. take everything queued: remember it in submitted_, hand its request to the Negotiator;
-//   2. contribute this rank's words to the round: one MPI_Iallreduce(BAND) of a few bits per
+//   2. contribute this rank's words to the round: the AND of every rank's few bits per
 //      cached tensor on the control communicator, waited for politely;
 //   3. run the cached tensors that every rank has submitted, fused: the steady state, in which
 //      no message goes to rank 0;
@@ -28,6 +28,7 @@
 
 #include "runtime.h"
 
+#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -50,6 +51,8 @@ constexpr auto kIdleRoundInterval = std::chrono::microseconds(1000);
 // computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
 // always ends it. MPI_Finalize would otherwise wait for that rank forever.
 constexpr auto kFailedRankGrace = std::chrono::seconds(5);
+// Horovod's value of the timeline setting that records nothing until start_timeline().
+constexpr char kTimelineStartedLater[] = "DYNAMIC";
 // Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
 // for the common case of ranks in step, then sleep.
 Backoff NegotiationBackoff() { return Backoff(/*spin_micros=*/100, /*max_sleep_micros=*/200); }
@@ -82,6 +85,15 @@ class WorkTimer {
   int64_t start_;
 };
 
+// Rank 0's `text`, on every rank of `comm` (collective).
+std::string BroadcastFromCoordinator(MPI_Comm comm, std::string text) {
+  int bytes = static_cast<int>(text.size());
+  MPI_Bcast(&bytes, 1, MPI_INT, kCoordinator, comm);
+  text.resize(static_cast<size_t>(bytes));
+  MPI_Bcast(text.data(), bytes, MPI_CHAR, kCoordinator, comm);
+  return text;
+}
+
 }  // namespace
 
 Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config), published_config_(config) {
@@ -110,7 +122,6 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_rank(data_, &topology_.rank);
   MPI_Comm_size(data_, &topology_.size);
   CheckSettingsAgree();
-  StartAutotuning();
   MPI_Comm local, cross;
   MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, topology_.rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &topology_.local_rank);
@@ -120,14 +131,23 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_size(cross, &topology_.cross_size);
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
-  executors_[0] = std::make_unique<ProcessSetComm>(data_, config_.chunk_bytes);
+  executors_[0] = std::make_unique<ProcessSetComm>(data_, config_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<int>& everyone = process_sets_[0];
     for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
   }
   negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_);
-  if (topology_.rank == kCoordinator) timeline_ = std::make_unique<Timeline>(config_.timeline);
+  control_transport_ = std::make_unique<MpiTransport>(control_);
+  agreement_ = std::make_unique<AndAllreduce>(*control_transport_);
+  std::string timeline_error;
+  if (topology_.rank == kCoordinator && !config_.timeline.empty() && config_.timeline != kTimelineStartedLater) {
+    timeline_error = timeline_.Start(config_.timeline, config_.timeline_mark_cycles);
+  }
+  // A timeline rank 0 cannot write fails init on every rank, rather than on rank 0 alone.
+  timeline_error = BroadcastFromCoordinator(control_, timeline_error);
+  if (!timeline_error.empty()) throw std::runtime_error("rank 0: " + timeline_error);
+  StartAutotuning();
   last_round_ = std::chrono::steady_clock::now();
 }
 
@@ -154,25 +174,27 @@ void Runtime::CheckSettingsAgree() {
 }
 
 // Rank 0's autotuner and its log; when rank 0 cannot write the log, every rank's start fails.
+// The hierarchical allreduce is tuned where the set of every rank can take either path.
 void Runtime::StartAutotuning() {
   std::string error;
   if (topology_.rank == kCoordinator && config_.autotune) {
     try {
-      autotuner_ = std::make_unique<Autotuner>(config_, DefaultTunedParameters());
+      autotuner_ = std::make_unique<Autotuner>(
+          config_, DefaultTunedParameters(executors_[0]->executor.HierarchicalIsAChoice()));
       if (!config_.autotune_log.empty()) {
         autotune_log_ = std::make_unique<AutotuneLog>(config_.autotune_log, autotuner_->parameters());
       }
     } catch (const std::invalid_argument& e) {
-      error = std::string(e.what()) + " (on rank 0)";
+      error = e.what();
     }
   }
-  int64_t failed = !error.empty();
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_MAX, control_);
-  if (failed) throw std::invalid_argument(error.empty() ? "mpirep setting autotune_log: rank 0 cannot write its file" : error);
+  error = BroadcastFromCoordinator(control_, error);
+  if (!error.empty()) throw std::invalid_argument("rank 0: " + error);
 }
 
 void Runtime::ThreadMain(MPI_Comm comm) {
   UseFineTimerSlack();
+  pthread_setname_np(pthread_self(), "mpirep");  // as top, perf and gdb show it
   try {
     Setup(comm);
   } catch (const std::exception& e) {
@@ -188,15 +210,18 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     running_ = true;
   }
   started_.notify_all();
+  stopped_ = !setup_error_.empty();
   try {
     Backoff backoff = NegotiationBackoff();
     while (!stopped_) {
+      timeline_.BeginRound();
       bool progressed = TakeQueued();
       const bool idle_round_due = topology_.size > 1 &&
                                   std::chrono::steady_clock::now() - last_round_ >= kIdleRoundInterval;
       if (progressed || negotiator_->Busy() || idle_round_due) progressed |= RunRound();
       ReapSends(false);
       AbortIfFailedLongAgo();
+      timeline_.EndRound(progressed);
       if (progressed) {
         backoff.Reset();
       } else if (negotiator_->Busy()) {
@@ -210,8 +235,10 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[mpirep] rank %d: fatal error in the background thread: %s\n",
                  topology_.rank, e.what());
+    timeline_.Stop();
     MPI_Abort(data_, 1);
   }
+  timeline_.Stop();
   for (auto& [name, op] : submitted_) {
     op.done(Status::Error(StatusCode::SHUT_DOWN, "mpirep was shut down before '" + name + "' ran"), {});
   }
@@ -221,6 +248,8 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     if (id != 0) MPI_Comm_free(&set->data);
   }
   executors_.clear();
+  agreement_.reset();
+  control_transport_.reset();
   MPI_Comm_free(&control_);
   MPI_Comm_free(&data_);
 }
@@ -248,6 +277,18 @@ Status Runtime::Enqueue(Operation op) {
   wake_.notify_one();
   return Status::Ok();
 }
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  if (path.empty()) {
+    return Status::Error(StatusCode::INVALID_ARGUMENT, "rank " + std::to_string(topology_.rank) +
+                                                           ": start_timeline needs a file path");
+  }
+  if (topology_.rank != kCoordinator) return Status::Ok();
+  const std::string error = timeline_.Start(path, mark_cycles);
+  return error.empty() ? Status::Ok() : Status::Error(StatusCode::INVALID_ARGUMENT, "rank 0: " + error);
+}
+
+void Runtime::StopTimeline() { timeline_.Stop(); }
 
 void Runtime::Shutdown(const std::string& reason) {
   {
@@ -300,17 +341,15 @@ bool Runtime::TakeQueued() {
 bool Runtime::RunRound() {
   const bool busy = negotiator_->Busy();
   const bool timing = timing_;
-  MPI_Request request;
   RoundWords* words;
   {
     WorkTimer work(timing, &stats_.work_ns);
     words = &negotiator_->Contribute(std::chrono::steady_clock::now());
     for (const std::string& line : negotiator_->TakeReports()) std::fprintf(stderr, "[mpirep] %s\n", line.c_str());
-    MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()), MPI_UINT64_T, MPI_BAND,
-                   control_, &request);
+    agreement_->Start(words->data(), words->size());
   }
   stats_.agreement_bytes += words->size() * static_cast<int64_t>(sizeof(uint64_t));
-  Await(&request, busy ? NegotiationBackoff() : IdleBackoff());
+  Await([this] { return agreement_->Test(); }, busy ? NegotiationBackoff() : IdleBackoff());
   last_round_ = std::chrono::steady_clock::now();
   std::vector<Response> cached;
   {
@@ -385,9 +424,7 @@ void Runtime::Execute(const Response& response) {
               response.error_ranks.end()) {
         return;
       }
-      for (const std::string& name : response.names) {
-        Deliver(name, Status::Error(response.error_code, response.error));
-      }
+      Deliver(response.names, std::vector<Status>(response.names.size(), Status::Error(response.error_code, response.error)));
       return;
     case Response::Kind::EXECUTE:
       break;
@@ -396,7 +433,7 @@ void Runtime::Execute(const Response& response) {
     ChangeProcessSets(response);
     OperationResult result;
     result.new_process_set = response.new_set_id;
-    Deliver(response.names[0], Status::Ok(), result);
+    Deliver(response.names, {Status::Ok()}, result);
     return;
   }
   auto executor = executors_.find(response.process_set);
@@ -414,25 +451,13 @@ void Runtime::Execute(const Response& response) {
     }
   }
   OperationResult result;
+  const bool recording = timeline_.active();
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<Status> statuses = executor->second->executor.Run(response, ops, &result);
-  if (timeline_ && timeline_->enabled()) Record(response, ops, start);
+  const std::vector<Status> statuses =
+      executor->second->executor.Run(response, ops, &result, recording ? &phase_log_ : nullptr);
+  if (recording) timeline_.Executed(response, ops, phase_log_);
   if (autotuner_ && response.collective == Collective::ALLREDUCE && response.process_set == 0) Tune(ops, start);
-  for (size_t i = 0; i < response.names.size(); ++i) {
-    Deliver(response.names[i], statuses[i], result);
-  }
-}
-
-void Runtime::Record(const Response& response, const std::vector<Operation*>& ops,
-                     std::chrono::steady_clock::time_point start) {
-  const auto end = std::chrono::steady_clock::now();
-  int64_t bytes = 0;
-  for (const Operation* op : ops) bytes += NumElements(op->request.shape) * ElementSize(op->request.dtype);
-  const std::string detail = std::to_string(ops.size()) + " tensor(s), " + std::to_string(bytes) + " bytes";
-  for (const Operation* op : ops) {
-    timeline_->Phase(op->request.name, "NEGOTIATE", op->enqueued_at, start);
-    timeline_->Phase(op->request.name, CollectiveName(response.collective), start, end, detail);
-  }
+  Deliver(response.names, statuses, result);
 }
 
 void Runtime::Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock::time_point start) {
@@ -449,12 +474,19 @@ void Runtime::Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock
 }
 
 void Runtime::Apply(const Retune& retune) {
+  bool hierarchical_tuned = false;
   for (const auto& [name, value] : retune.settings) {
     const std::string error = SetSetting(&config_, name, value);
     if (!error.empty()) throw std::runtime_error("autotuning chose a bad value: " + error);
+    hierarchical_tuned |= name == "hierarchical_allreduce";
   }
   negotiator_->Reconfigure(config_);
-  for (auto& [id, set] : executors_) set->executor.SetChunkBytes(config_.chunk_bytes);
+  // Every process set's executor, as each set's own takes these settings when it is made. The
+  // hierarchical setting only when tuned: until then each set uses rank 0's, not this rank's.
+  for (auto& [id, set] : executors_) {
+    set->executor.SetChunkBytes(config_.chunk_bytes);
+    if (hierarchical_tuned) set->executor.SetHierarchicalAllreduce(config_.hierarchical_allreduce);
+  }
   std::lock_guard<std::mutex> lock(stats_mutex_);
   published_config_ = config_;
   autotune_finished_ |= retune.final;
@@ -478,7 +510,7 @@ void Runtime::ChangeProcessSets(const Response& response) {
     const bool member = std::find(members.begin(), members.end(), topology_.rank) != members.end();
     MPI_Comm comm;
     MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
-    if (member) executors_[id] = std::make_unique<ProcessSetComm>(comm, config_.chunk_bytes);
+    if (member) executors_[id] = std::make_unique<ProcessSetComm>(comm, config_);
     std::lock_guard<std::mutex> lock(mutex_);
     process_sets_[id] = std::move(members);
     return;
@@ -500,17 +532,23 @@ std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
   return it == process_sets_.end() ? std::vector<int>{} : it->second;
 }
 
-void Runtime::Deliver(const std::string& name, const Status& status, const OperationResult& result) {
-  auto it = submitted_.find(name);
-  if (it == submitted_.end()) return;  // a stand-in, or a failure announced to all ranks
-  Operation op = std::move(it->second);
-  if (op.request.collective == Collective::JOIN) joined_ = false;
-  submitted_.erase(it);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    in_flight_.erase(name);
+void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
+                      const OperationResult& result) {
+  std::vector<std::pair<Operation, const Status*>> ending;
+  ending.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = submitted_.find(names[i]);
+    if (it == submitted_.end()) continue;  // a stand-in, or a failure announced to all ranks
+    if (it->second.request.collective == Collective::JOIN) joined_ = false;
+    ending.emplace_back(std::move(it->second), &statuses[i]);
+    submitted_.erase(it);
   }
-  op.done(status, result);
+  {
+    // before `done`, which may submit the same name again
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [op, status] : ending) in_flight_.erase(op.request.name);
+  }
+  for (auto& [op, status] : ending) op.done(*status, result);
 }
 
 void Runtime::SendControl(int to, int tag, std::string bytes) {
@@ -541,11 +579,8 @@ std::string Runtime::AwaitControl(int from, int tag) {
   return message;
 }
 
-void Runtime::Await(MPI_Request* request, Backoff backoff) {
-  int done = 0;
-  while (true) {
-    MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (done) return;
+void Runtime::Await(const std::function<bool()>& done, Backoff backoff) {
+  while (!done()) {
     AbortIfFailedLongAgo();
     const int64_t micros = backoff.NextWaitMicros();
     if (micros > 0) Nap(micros);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/and_allreduce.h"
 #include "core/autotune_log.h"
 #include "core/autotuner.h"
 #include "core/backoff.h"
@@ -24,7 +26,7 @@
 #include "core/operation.h"
 #include "core/settings.h"
 #include "core/timeline.h"
-#include "mpi_transport.h"
+#include "process_set_comm.h"
 
 namespace mpirep {
 
@@ -63,6 +65,11 @@ class Runtime {
   // runs later on the background thread. On an error `done` is never called.
   Status Enqueue(Operation op);
 
+  // Thread-safe, while collectives run. Rank 0 starts writing a timeline to `path` (closing the
+  // one it was writing, if any) or stops; the other ranks do nothing.
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  void StopTimeline();
+
   // Collective: returns once every rank has called it. Operations still pending fail. A
   // non-empty `reason` says this rank is leaving because it failed; other ranks' errors
   // quote it, and if they have not all shut down a few seconds later, the job is aborted.
@@ -90,13 +97,14 @@ class Runtime {
   bool SlowPhase();
   void AbortIfFailedLongAgo();
   void Execute(const Response& response);
-  void Record(const Response& response, const std::vector<Operation*>& ops,
-              std::chrono::steady_clock::time_point start);
-  // Ends the local operation `name`, if this rank submitted it: calls its `done`.
-  void Deliver(const std::string& name, const Status& status, const OperationResult& result = {});
+  // Ends the local operations among `names` (those this rank submitted), `statuses[i]` being
+  // that of `names[i]`: calls their `done`.
+  void Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
+               const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
   std::string AwaitControl(int from, int tag);
-  void Await(MPI_Request* request, Backoff backoff);
+  // Polls `done` until it returns true.
+  void Await(const std::function<bool()>& done, Backoff backoff);
   // Sleeps for up to `micros`, or until an operation is queued or shutdown is asked for.
   void Nap(int64_t micros);
   void ReapSends(bool block);
@@ -135,16 +143,12 @@ class Runtime {
   // The background thread's own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
-  struct ProcessSetComm {  // this rank's side of a process set it belongs to
-    ProcessSetComm(MPI_Comm comm, int64_t chunk_bytes)
-        : data(comm), transport(comm), executor(transport, chunk_bytes) {}
-    MPI_Comm data;
-    MpiTransport transport;
-    Executor executor;
-  };
   std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_
   std::unique_ptr<Negotiator> negotiator_;
-  std::unique_ptr<Timeline> timeline_;        // rank 0 only, when configured
+  std::unique_ptr<MpiTransport> control_transport_;  // the agreement's messages, on control_
+  std::unique_ptr<AndAllreduce> agreement_;
+  Timeline timeline_;    // written on rank 0 only
+  PhaseLog phase_log_;   // the executor's phases of the collective that ran last, for timeline_
   std::unique_ptr<Autotuner> autotuner_;      // rank 0 only, with autotune on
   std::unique_ptr<AutotuneLog> autotune_log_;  // rank 0 only, with autotune_log set
   std::unordered_map<std::string, Operation> submitted_;

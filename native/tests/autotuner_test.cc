@@ -47,8 +47,8 @@ struct Run {
 // `delay` (the runtime applies it a round later), and `slow_step` (if >= 0) takes ten times as
 // long.
 Run Simulate(Config start, const Throughput& throughput, int delay = 0, int slow_step = -1,
-             int max_steps = 100000) {
-  Autotuner tuner(start, DefaultTunedParameters());
+             int max_steps = 100000, bool hierarchical_is_a_choice = false) {
+  Autotuner tuner(start, DefaultTunedParameters(hierarchical_is_a_choice));
   Run run;
   Config in_force = start;
   Clock::time_point now{};
@@ -132,6 +132,21 @@ void OptimumOnTheGridEdgeAndTies() {
   CHECK(run.trials.size() == 10, << run.trials.size());
 }
 
+// Where hierarchical allreduce is a choice, it is tuned too: here the flat ring is faster than
+// the auto default (which is hierarchical on such a layout), and the search ends on it.
+void TunesHierarchicalWhereItIsAChoice() {
+  const Throughput flat_faster = [](const Config& c) {
+    return Separable(c) * (c.hierarchical_allreduce == 0 ? 1.0 : 0.6);
+  };
+  const Run run = Simulate(Config(), flat_faster, 0, -1, 100000, /*hierarchical_is_a_choice=*/true);
+  CHECK(run.final_point.hierarchical_allreduce == 0 && run.final_point.fusion_threshold == 16 << 20 &&
+        run.final_point.cycle_time_ms == 0.5 && run.final_point.chunk_bytes == 256 << 10,
+        << run.final_point.hierarchical_allreduce);
+  CHECK(run.trials[0].settings.size() == 4 && Value(run.trials[0], "hierarchical_allreduce") == "-1");
+  // Not a choice: never varied, so it stays as given.
+  for (const Trial& trial : Simulate(Config(), flat_faster).trials) CHECK(Value(trial, "hierarchical_allreduce").empty());
+}
+
 void WarmupAndStraySlowStepDoNotCount() {
   const Config start;
   const Run prompt = Simulate(start, Separable, /*delay=*/0);
@@ -155,7 +170,7 @@ void DeterministicAndFixedOnceFinished() {
   for (size_t i = 0; i < a.trials.size() && i < b.trials.size(); ++i) {
     CHECK(a.trials[i].settings == b.trials[i].settings && a.trials[i].score == b.trials[i].score);
   }
-  Autotuner tuner(Config(), DefaultTunedParameters());
+  Autotuner tuner(Config(), DefaultTunedParameters(false));
   Config point;
   Clock::time_point now{};
   while (!tuner.finished()) {
@@ -184,7 +199,7 @@ void LogHasARowPerTrial() {
   const std::string path = "/tmp/mpirep_autotune_test_" + std::to_string(::getpid()) + ".csv";
   const Run run = Simulate(Config(), Separable);
   {
-    AutotuneLog log(path, DefaultTunedParameters());
+    AutotuneLog log(path, DefaultTunedParameters(false));
     for (const Trial& trial : run.trials) log.Write(trial);
     log.WriteFinal(run.trials[5]);
   }
@@ -201,7 +216,7 @@ void LogHasARowPerTrial() {
 
   bool refused = false;
   try {
-    AutotuneLog log("/nonexistent-dir/log.csv", DefaultTunedParameters());
+    AutotuneLog log("/nonexistent-dir/log.csv", DefaultTunedParameters(false));
   } catch (const std::invalid_argument& e) {
     refused = std::string(e.what()) == "mpirep setting autotune_log: cannot write '/nonexistent-dir/log.csv'";
   }
@@ -252,6 +267,7 @@ void RunAutotunerTests() {
   FindsTheOptimumFromABadStart();
   OptimumOnTheGridEdgeAndTies();
   WarmupAndStraySlowStepDoNotCount();
+  TunesHierarchicalWhereItIsAChoice();
   DeterministicAndFixedOnceFinished();
   BadCandidateIsRefused();
   LogHasARowPerTrial();

@@ -1,4 +1,5 @@
 // Negotiation bookkeeping: readiness, order, mismatch messages, shutdown and stall reports.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,45 @@ void RunCoordinatorTests() {
     CHECK(ready[0].error_code == StatusCode::MISMATCH);
     CHECK(ready[0].error == "mismatched shapes for tensor 'w': [2, 3] on ranks 0, 2; [3] on rank 1",
           << ready[0].error);
+  }
+  {
+    // Ranks disagree about a group's size (2 members on rank 0, 3 on rank 1): every member fails
+    // on every rank that submits it, the one only rank 1 has included, in either arrival order,
+    // and the group's name is free again afterwards.
+    auto member = [](int rank, int index, int size) {
+      Request r = Make(rank, "g." + std::to_string(index), {2});
+      r.group = "g.0";
+      r.group_size = size;
+      return r;
+    };
+    for (bool longer_first : {false, true}) {
+      Coordinator c(2);
+      std::vector<Request> arrivals;
+      std::vector<Request> shorter = {member(0, 0, 2), member(0, 1, 2)};
+      std::vector<Request> longer = {member(1, 0, 3), member(1, 1, 3), member(1, 2, 3)};
+      for (const auto& list : longer_first ? std::vector{longer, shorter} : std::vector{shorter, longer}) {
+        for (const Request& r : list) c.Submit(r, t0);
+      }
+      std::vector<Response> ready = c.TakeReady();
+      std::vector<std::string> failed_on[2];
+      for (const Response& r : ready) {
+        CHECK(r.kind == Response::Kind::ERROR && r.error_code == StatusCode::MISMATCH);
+        CHECK(r.error == "mismatched group sizes for tensor 'g.0': 2 on rank 0; 3 on rank 1", << r.error);
+        for (int rank = 0; rank < 2; ++rank) {
+          const bool concerns = r.error_ranks.empty() ||
+                                std::find(r.error_ranks.begin(), r.error_ranks.end(), rank) != r.error_ranks.end();
+          if (concerns) failed_on[rank].push_back(r.names[0]);
+        }
+      }
+      std::sort(failed_on[0].begin(), failed_on[0].end());
+      std::sort(failed_on[1].begin(), failed_on[1].end());
+      CHECK(failed_on[0] == (std::vector<std::string>{"g.0", "g.1"}));
+      CHECK(failed_on[1] == (std::vector<std::string>{"g.0", "g.1", "g.2"}));
+      CHECK(!c.HasPending());
+      for (int rank = 0; rank < 2; ++rank) c.Submit(member(rank, 0, 1), t0);
+      ready = c.TakeReady();
+      CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE);
+    }
   }
   {
     // dtype, op, root, scale factors, collective.
@@ -119,6 +159,23 @@ void RunCoordinatorTests() {
     c.RankShutDown(0, "");
     c.RankShutDown(2, "");
     CHECK(c.AllShutDown());
+  }
+  {
+    // Each decision says which rank's submission completed the tensor, and when: the timeline's
+    // "last rank", whatever order the ranks came in; a join that completes a tensor counts.
+    const auto t1 = t0 + std::chrono::milliseconds(1), t2 = t0 + std::chrono::milliseconds(2);
+    Coordinator c(3);
+    c.Submit(Make(2, "p", {1}), t0);
+    c.Submit(Make(0, "p", {1}), t1);
+    c.Submit(Make(1, "p", {1}), t2);
+    c.Submit(Make(1, "q", {1}), t0);
+    c.Submit(Make(0, "q", {1}), t0);
+    c.Submit(Make(2, "join.0", {0}, Collective::JOIN), t1);
+    std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 2 && ready[0].last_arrivals.size() == 1 && ready[1].last_arrivals.size() == 1);
+    CHECK(ready.size() == 2 && ready[0].last_arrivals[0].rank == 1 && ready[0].last_arrivals[0].at == t2);
+    CHECK(ready.size() == 2 && ready[1].names[0] == "q" && ready[1].last_arrivals[0].rank == 2 &&
+          ready[1].last_arrivals[0].at == t1);
   }
   {
     // A joined rank counts as having submitted everything until all ranks have joined; join

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.h"
+#include "numeric_cases.h"
 #include "core/coordinator.h"
 #include "core/executor.h"
 #include "core/fusion.h"
@@ -50,6 +51,7 @@ struct Outcome {
   std::map<std::string, Shape> shapes;
   std::map<std::string, Status> statuses;
   std::map<std::string, OperationResult> results;
+  std::map<std::string, std::vector<std::string>> phases;  // the executor's PhaseLog, by name
 
   template <typename T>
   std::vector<T> Values(const std::string& name) const {
@@ -130,11 +132,20 @@ std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t fusion_threshold =
         }
       }
       OperationResult result;
-      const std::vector<Status> statuses = executor.Run(response, ops, &result);
+      PhaseLog log;
+      const std::vector<Status> statuses = executor.Run(response, ops, &result, &log);
+      std::vector<std::string> phases;
+      for (size_t p = 0; p < log.phases().size(); ++p) {
+        const PhaseLog::Phase& phase = log.phases()[p];
+        phases.push_back(phase.name);
+        CHECK(phase.begin <= phase.end && (p == 0 || log.phases()[p - 1].end == phase.begin),
+              << phase.name << " does not follow the phase before it");
+      }
       for (size_t i = 0; i < response.names.size(); ++i) {
         if (!submitted.count(response.names[i])) continue;
         out.statuses[response.names[i]] = statuses[i];
         out.results[response.names[i]] = result;
+        out.phases[response.names[i]] = phases;
       }
     }
   });
@@ -246,14 +257,9 @@ void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double 
 }
 
 void CheckAllreduces(int n) {
-  for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVERAGE, ReduceOp::MIN, ReduceOp::MAX, ReduceOp::PRODUCT}) {
-    for (auto [pre, post] : {std::pair{1.0, 1.0}, std::pair{3.0, 0.5}}) {
-      CheckFusedAllreduce<int32_t>(n, DataType::INT32, op, pre, post);
-      CheckFusedAllreduce<int64_t>(n, DataType::INT64, op, pre, post);
-      CheckFusedAllreduce<float>(n, DataType::FLOAT32, op, pre, post);
-      CheckFusedAllreduce<double>(n, DataType::FLOAT64, op, pre, post);
-    }
-  }
+  mpirep_test::ForEachNumericCase([&](auto element, DataType dtype, ReduceOp op, double pre, double post) {
+    CheckFusedAllreduce<decltype(element)>(n, dtype, op, pre, post);
+  });
 }
 
 template <typename T>
@@ -460,6 +466,42 @@ void CheckFailedAllocation() {
   }
 }
 
+// The phases each collective records for the timeline: packing only where it copies into a
+// buffer of its own, the transfer named for its algorithm, unpacking where it copies out.
+void CheckPhases(int n) {
+  using Phases = std::vector<std::string>;
+  std::vector<RankWork> work(n);
+  for (int r = 0; r < n; ++r) {
+    for (const char* name : {"fused.0", "fused.1"}) {
+      work[r].Submit(Make(Collective::ALLREDUCE, name, DataType::INT32, {5}), ReductionInput<int32_t>(ReduceOp::SUM, r, n, 5, 0));
+    }
+    work[r].Submit(Make(Collective::ALLREDUCE, "solo", DataType::INT64, {kSoloBytes / 8}),
+                   ReductionInput<int64_t>(ReduceOp::SUM, r, n, kSoloBytes / 8, 0));
+    Request scaled = Make(Collective::ALLREDUCE, "scaled", DataType::FLOAT64, {3});
+    scaled.prescale = 2.0;
+    work[r].Submit(scaled, ReductionInput<double>(ReduceOp::SUM, r, n, 3, 0));
+    work[r].Submit(Make(Collective::ALLGATHER, "gather", DataType::INT32, {1}), std::vector<int32_t>{r});
+    work[r].Submit(Make(Collective::BROADCAST, "bcast", DataType::INT32, {2}), std::vector<int32_t>{r, r});
+    work[r].Submit(Make(Collective::REDUCESCATTER, "scatter", DataType::INT32, {n}), std::vector<int32_t>(n, r));
+    Request exchange = Make(Collective::ALLTOALL, "exchange", DataType::INT32, {n});
+    exchange.splits.assign(n, 1);
+    work[r].Submit(exchange, std::vector<int32_t>(n, r));
+    work[r].Submit(Make(Collective::BARRIER, "barrier", DataType::UINT8, {0}), std::vector<uint8_t>{});
+  }
+  const std::vector<Outcome> outcomes = Run(work);
+  for (int r = 0; r < n; ++r) {
+    const auto& phases = outcomes[r].phases;
+    CHECK(phases.at("fused.0") == (Phases{"PACK", "RING_ALLREDUCE", "UNPACK"}) && phases.at("fused.1") == phases.at("fused.0"));
+    CHECK(phases.at("solo") == (Phases{"RING_ALLREDUCE"}));
+    CHECK(phases.at("scaled") == (Phases{"PACK", "RING_ALLREDUCE"}), << "a lone prescaled allreduce scales into its output");
+    CHECK(phases.at("gather") == (Phases{"PACK", "RING_ALLGATHER"}));
+    CHECK(phases.at("bcast") == (Phases{"CHAIN_BROADCAST"}));
+    CHECK(phases.at("scatter") == (Phases{"RING_REDUCESCATTER", "UNPACK"}));
+    CHECK(phases.at("exchange") == (Phases{"PACK", "PAIRWISE_ALLTOALL"}));
+    CHECK(phases.at("barrier").empty());
+  }
+}
+
 }  // namespace
 
 void RunExecutorTests() {
@@ -476,5 +518,6 @@ void RunExecutorTests() {
     CheckReducescatter<float>(n, DataType::FLOAT32, ReduceOp::MAX, 1.0, 1.0);
     if (n >= 2) CheckJoinedRanksStandIn(n);
   }
+  for (int n : {1, 3}) CheckPhases(n);
   CheckFailedAllocation();
 }

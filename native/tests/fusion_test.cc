@@ -51,8 +51,14 @@ void RunFusionTests() {
   error.kind = Response::Kind::ERROR;
   CHECK(Names(PlanFusion({Allreduce("a", 8), bcast, error, Allreduce("c", 8)}, 100, 1000)) ==
         (Batches{{"a", "c"}, {"b"}, {"e"}}));
-  // A batch's byte count is the sum of its members'.
-  CHECK(PlanFusion({Allreduce("a", 8), Allreduce("b", 16)}, 100, 1000)[0].bytes == 24);
+  // A batch's byte count is the sum of its members'; it keeps each member's last arrival, in order.
+  Response a = Allreduce("a", 8), b = Allreduce("b", 16);
+  a.last_arrivals = {{2, {}}};
+  b.last_arrivals = {{1, {}}};
+  const std::vector<Response> fused = PlanFusion({a, b}, 100, 1000);
+  CHECK(fused.size() == 1 && fused[0].bytes == 24);
+  CHECK(fused.size() == 1 && fused[0].last_arrivals.size() == 2 && fused[0].last_arrivals[0].rank == 2 &&
+        fused[0].last_arrivals[1].rank == 1);
   // A tensor of at least the solo size runs alone even under the threshold.
   CHECK(Names(PlanFusion({Allreduce("a", 8), Allreduce("big", 50), Allreduce("c", 8)}, 100, 50)) ==
         (Batches{{"a", "c"}, {"big"}}));

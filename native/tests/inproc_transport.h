@@ -29,6 +29,12 @@ class InProcessWorld {
     arrived_.notify_all();
   }
 
+  // Whether message `index` from `from` to `to` has arrived.
+  bool Arrived(int from, int to, uint64_t index) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return channels_[from * size_ + to].messages.count(index) > 0;
+  }
+
   void Take(int from, int to, uint64_t index, void* data, size_t bytes) {
     Channel& c = channels_[from * size_ + to];
     std::unique_lock<std::mutex> lock(mutex_);
@@ -78,6 +84,13 @@ class InProcessTransport : public Transport {
   void Wait(Handle handle) override {
     const Pending& p = receives_[handle];
     if (p.peer >= 0) world_.Take(p.peer, rank_, p.index, p.data, p.bytes);
+  }
+
+  bool Test(Handle handle) override {
+    const Pending& p = receives_[handle];
+    if (p.peer >= 0 && !world_.Arrived(p.peer, rank_, p.index)) return false;
+    Wait(handle);
+    return true;
   }
 
  private:

@@ -10,9 +10,12 @@ void RunMessageTests();
 void RunValidationTests();
 void RunExecutorTests();
 void RunSettingsTests();
+void RunHierarchicalTests();
 void RunResponseCacheTests();
 void RunNegotiatorTests();
 void RunAutotunerTests();
+void RunAndAllreduceTests();
+void RunTimelineTests();
 
 int main() {
   RunMessageTests();
@@ -21,10 +24,13 @@ int main() {
   RunResponseCacheTests();
   RunNegotiatorTests();
   RunAutotunerTests();
+  RunAndAllreduceTests();
   RunSettingsTests();
   RunValidationTests();
   RunRingTests();
   RunExecutorTests();
+  RunHierarchicalTests();
+  RunTimelineTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;
 }

@@ -82,6 +82,30 @@ void RepeatsRunFromTheCache() {
   }
 }
 
+// With a long cycle time rank 0 holds cached tensors back while some rank has not submitted them
+// all, and lets them run together, in one round, as soon as every rank has.
+void HeldHitsRunOnceEveryRankHasThem() {
+  Config config = WithCache(16);
+  config.cycle_time_ms = 60000;
+  SimulatedJob job(3, config);
+  Step(job, {"a", "b", "c"});
+  Step(job, {"a", "b", "c"});
+  const size_t before = job.ran(0).size();
+  for (int r = 0; r < 2; ++r) {
+    for (const char* name : {"a", "b", "c"}) job.Submit(r, SimulatedJob::Make(r, name));
+  }
+  job.Round();
+  job.Submit(2, SimulatedJob::Make(2, "a"));
+  for (int i = 0; i < 3; ++i) job.Round();
+  CHECK(job.ran(0).size() == before, << "a hit ran while rank 2 had not submitted b and c");
+  for (const char* name : {"b", "c"}) job.Submit(2, SimulatedJob::Make(2, name));
+  for (int i = 0; i < 3; ++i) job.Round();  // the clock stands still: no cycle ends, no demotion
+  CHECK(NothingOutstanding(job) && SameOnEveryRank(job));
+  for (int r = 0; r < 3; ++r) {
+    CHECK(job.ran(r).size() == before + 1 && job.ran(r).back().cached && job.ran(r).back().names.size() == 3);
+  }
+}
+
 void ChangedRequestIsAMismatchOnEveryRank() {
   SimulatedJob job(3, WithCache(16));
   Step(job, {"a", "b"});
@@ -302,6 +326,7 @@ void Randomized() {
 
 void RunNegotiatorTests() {
   RepeatsRunFromTheCache();
+  HeldHitsRunOnceEveryRankHasThem();
   ChangedRequestIsAMismatchOnEveryRank();
   StalledCachedTensorIsReportedAndCancelled();
   ProcessSetsRunFromTheCacheWithoutOtherRanks();

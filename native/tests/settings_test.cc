@@ -15,6 +15,11 @@ void RunSettingsTests() {
   CHECK(SetSetting(&config, "cycle_time_ms", "0.25").empty() && config.cycle_time_ms == 0.25);
   CHECK(SetSetting(&config, "stall_check_time_seconds", "1e3").empty() && config.stall_check_time_seconds == 1000);
   CHECK(SetSetting(&config, "timeline", "/tmp/trace 1.json").empty() && config.timeline == "/tmp/trace 1.json");
+  CHECK(!defaults.timeline_mark_cycles);
+  CHECK(SetSetting(&config, "timeline_mark_cycles", "1").empty() && config.timeline_mark_cycles);
+  CHECK(SetSetting(&config, "timeline_mark_cycles", "0").empty() && !config.timeline_mark_cycles);
+  CHECK(SetSetting(&config, "timeline_mark_cycles", "true") ==
+        "mpirep setting timeline_mark_cycles: cannot read 'true' as bool");
   CHECK(config.chunk_bytes == defaults.chunk_bytes && config.stall_shutdown_time_seconds == defaults.stall_shutdown_time_seconds,
         << "settings not named keep their defaults");
 

@@ -14,6 +14,8 @@ CONFIGS = {
     "fusion_64B": {"fusion_threshold": 64},
     "fusion_1KiB_chunk_64B": {"fusion_threshold": 1024, "chunk_bytes": 64},
     "chunk_72B_cycle_1ms": {"chunk_bytes": 72, "cycle_time_ms": 1},  # 72: 9 float64, 36 float16
+    # one host: reduce-scatter among all ranks, a ring of one host, allgather (the hosts' path)
+    "hierarchical_chunk_64B": {"hierarchical_allreduce": 1, "fusion_threshold": 1024, "chunk_bytes": 64},
 }
 SIZES = [0, 1, 2, 3, 5, 17, 31, 100, 1001, 4099]
 

@@ -3,15 +3,8 @@ import numpy as np
 import pytest
 
 import mpirep
+from lifecycle import reinitialized
 from ranks import assert_identical_across_ranks
-
-
-@pytest.fixture
-def even_ranks():
-    members = list(range(0, mpirep.size(), 2))
-    process_set = mpirep.add_process_set(members)
-    yield process_set, members
-    mpirep.remove_process_set(process_set)
 
 
 def test_collectives_inside_a_set(even_ranks):
@@ -36,6 +29,25 @@ def test_collectives_inside_a_set(even_ranks):
     exchanged = mpirep.alltoall(np.arange(k, dtype=np.int64) + 100 * rank, process_set=process_set)
     np.testing.assert_array_equal(exchanged, np.array([100 * r + inner for r in members]))
     assert_identical_across_ranks([])
+
+
+@pytest.mark.parametrize("members", [[0], [0, 1], [1, 2, 3]])
+def test_hierarchical_allreduce_inside_a_set(members):
+    """Each set's ranks are grouped by host on their own; forced on, on one host. Integer
+    results equal to the closed form are the same bits on every member."""
+    n, rank = mpirep.size(), mpirep.rank()
+    members = [r for r in members if r < n]
+    if not members:
+        pytest.skip(f"no such ranks at np={n}")
+    with reinitialized(hierarchical_allreduce=1):
+        process_set = mpirep.add_process_set(members)
+        if rank in members:
+            x = np.arange(1001, dtype=np.int64) * (rank + 1) - 7 * rank
+            got = mpirep.allreduce(x, op=mpirep.Average, process_set=process_set,
+                                   name=f"hierarchical.{members}")
+            expected = (np.arange(1001) * sum(r + 1 for r in members) - 7 * sum(members)) // len(members)
+            np.testing.assert_array_equal(got, expected)
+        mpirep.remove_process_set(process_set)
 
 
 def test_world_collectives_still_work_beside_a_set(even_ranks):

@@ -102,14 +102,6 @@ def test_a_changed_request_after_caching_is_a_mismatch_on_every_rank(case):
         assert cached_tensors() - before == step
 
 
-@pytest.fixture
-def even_ranks():
-    members = list(range(0, mpirep.size(), 2))
-    process_set = mpirep.add_process_set(members)
-    yield process_set, members
-    mpirep.remove_process_set(process_set)
-
-
 def test_process_set_tensors_run_from_the_cache_without_the_other_ranks(even_ranks):
     process_set, members = even_ranks
     n, rank = mpirep.size(), mpirep.rank()

@@ -1,14 +1,18 @@
 """mpirep.tensorflow end to end: each test starts one mpirun job that runs many checks."""
 
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("tensorflow")
 
 from keras_versions import keras_cases, keras_env  # noqa: E402
-from mpijob import REPO, assert_passed, build_op_library, mpirun  # noqa: E402
+import trace_events  # noqa: E402
+from mpijob import REPO, assert_passed, build_op_library, job_env, mpirun  # noqa: E402
 
 JOBS = REPO / "tests" / "tf" / "jobs"
 TIMEOUT_S = 240
@@ -28,6 +32,52 @@ def test_ops_native_bridge(ranks):
 def test_ops_numpy_bridge():
     assert_passed(mpirun(2, [JOBS / "ops_job.py"], TIMEOUT_S, env={"MPIREP_TF_BRIDGE": "numpy"}),
                   2)
+
+
+COMPILING = "mpirep: compiling the TensorFlow op library for TensorFlow "
+READY = "mpirep: the TensorFlow op library is ready"
+
+
+def test_the_first_build_is_announced_by_one_rank(tmp_path):
+    env = {"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native"}
+    first = mpirun(3, [JOBS / "first_use_job.py"], TIMEOUT_S, env=env)
+    assert_passed(first, 3)
+    assert first.output.count(COMPILING) == 1 and first.output.count(READY) == 1, first.output
+    assert re.search(COMPILING + rf"[\d.]+ into {re.escape(str(tmp_path))}/tf-[^ ]+\. This takes "
+                     r"about half a minute, once: later runs with this TensorFlow reuse it",
+                     first.output), first.output
+    again = mpirun(2, [JOBS / "first_use_job.py"], TIMEOUT_S, env=env)
+    assert_passed(again, 2)
+    assert COMPILING not in again.output and READY not in again.output, again.output
+
+
+def test_building_ahead_with_check_build_or_the_build_command(tmp_path):
+    env = job_env({"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native"})
+    checked = subprocess.run([sys.executable, "-m", "mpirep.launch", "--check-build",
+                              "--build-tf-ops"], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=900)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "mpirep-run: building the TensorFlow op library" in checked.stderr
+    built = re.search(r"^\[x\] TensorFlow op library: (.*)$", checked.stdout, re.M)
+    assert built and Path(built.group(1)).is_file(), checked.stdout
+    assert Path(built.group(1)).parent.parent == tmp_path
+    command = subprocess.run([sys.executable, "-m", "mpirep.tensorflow.build"], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert command.returncode == 0 and command.stdout.strip() == built.group(1), command.stderr
+    assert COMPILING not in command.stderr, command.stderr  # built already
+    job = mpirun(2, [JOBS / "first_use_job.py"], TIMEOUT_S, env=env)
+    assert_passed(job, 2)
+    assert COMPILING not in job.output, job.output
+
+
+def test_the_build_command_compiles_and_fails_with_the_compilers_words(tmp_path):
+    env = job_env({"MPIREP_CACHE_DIR": str(tmp_path), "CXX": "false"})
+    done = subprocess.run([sys.executable, "-m", "mpirep.tensorflow.build"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and done.stdout == "", done.stdout
+    assert done.stderr.count(COMPILING) == 1, done.stderr
+    assert "mpirep: the TensorFlow op library for TensorFlow " in done.stderr
+    assert "could not be built" in done.stderr, done.stderr
 
 
 def test_fallback_warns_once_when_the_library_cannot_build(tmp_path):
@@ -61,7 +111,7 @@ def test_training(ranks, keras):
 
 @pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (3, "tf_keras")]))
 def test_local_variables_accumulation_and_tf1_optimizers(ranks, keras):
-    assert_passed(*mpirun(ranks, JOBS / "local_variables_job.py", env=keras_env(keras)), ranks)
+    assert_passed(mpirun(ranks, [JOBS / "local_variables_job.py"], 300, env=keras_env(keras)), ranks)
 
 
 @pytest.mark.parametrize("script", ["keras_mnist.py", "tf2_custom_loop.py",
@@ -86,6 +136,33 @@ def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
     assert failed_at and job.returncode != 0, job.output[-6000:]
     assert ended - float(failed_at.group(1)) < 10, job.output[-6000:]
     assert job.output.count(survivors_read) == 2, job.output[-6000:]  # both other ranks, as tf errors
+
+
+def test_timeline_of_keras_training_started_at_run_time(tmp_path):
+    path = tmp_path / "keras.json"
+    job = mpirun(2, [JOBS / "timeline_job.py", path], TIMEOUT_S)
+    assert job.returncode == 0 and job.output.count("timeline job done") == 2, job.output[-6000:]
+    events = trace_events.load(path)
+    tracks = trace_events.tracks(events)
+    # Dense(5) and Dense(2): kernels and biases, one gradient each, in every one of the 4 steps;
+    # each gradient is a group of one (named after its index), so its tensor is member 0
+    sizes = {"gradients.0.0": 3 * 5, "gradients.1.0": 5, "gradients.2.0": 5 * 2,
+             "gradients.3.0": 2}
+    assert set(tracks) == set(sizes), sorted(tracks)
+    for name, spans in tracks.items():
+        operations = trace_events.operations(spans)
+        assert len(operations) == 4, (name, operations)
+        for operation in operations:
+            phases = [span["name"] for span in operation]
+            # The epoch before the timeline negotiated every gradient, so a step may run them
+            # from the response cache: then they skip rank 0, with no NEGOTIATE or QUEUE phase.
+            negotiated = phases[:1] == ["NEGOTIATE"]
+            collective = phases[2:] if negotiated else phases
+            assert collective in (["RING_ALLREDUCE"], ["PACK", "RING_ALLREDUCE", "UNPACK"]), (name, phases)
+            if negotiated:
+                assert phases[1] == "QUEUE" and operation[0]["args"]["last_rank"] in (0, 1), (name, phases)
+            assert operation[-1]["args"]["tensor_bytes"] == 4 * sizes[name]
+    assert trace_events.cycles(events)
 
 
 def test_stall_shutdown_is_deadline_exceeded_on_every_rank():

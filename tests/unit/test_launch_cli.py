@@ -85,6 +85,26 @@ def test_horovodrun_command_line_ports(mpi, capsys):
     text = " ".join(words)
     assert "--mca pml ob1 python t.py" in text
     assert "btl_tcp_if_include eth1" in text and "plm_rsh_args -p 2222" in text
+    assert set(words[:2]) == {"MPIREP_HIERARCHICAL_ALLREDUCE=1", "MPIREP_CACHE_CAPACITY=2048"}
+
+
+@pytest.mark.parametrize("flags,value", [(["--hierarchical-allreduce"], "1"),
+                                         (["--no-hierarchical-allreduce"], "0"),
+                                         (["--no-hierarchical-allreduce", "--hierarchical-allreduce"], "1")])
+def test_switch_flags_set_one_or_zero(mpi, capsys, flags, value):
+    words = dry_run(capsys, "-np", "2", *flags, "python", "t.py")
+    assert words[0] == f"MPIREP_HIERARCHICAL_ALLREDUCE={value}"
+    assert "MPIREP_HIERARCHICAL_ALLREDUCE" in [words[i + 1] for i, w in enumerate(words) if w == "-x"]
+
+
+def test_switch_flags_take_no_value(mpi, capsys):
+    words = dry_run(capsys, "-np", "2", "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles",
+                    "python", "t.py")
+    assert words[:2] == ["MPIREP_TIMELINE=/tmp/tl.json", "MPIREP_TIMELINE_MARK_CYCLES=1"]
+    assert words[-2:] == ["python", "t.py"]
+    assert not any(word.startswith("MPIREP_TIMELINE_MARK") for word in dry_run(capsys, "-np", "2", "t"))
+    assert cli.main(["--dry-run", "-np", "2", "--timeline-mark-cycles", "t"], BASE_ENV) == 0
+    assert "ignoring" not in capsys.readouterr().err  # no longer one of horovodrun's ignored flags
 
 
 def test_autotune_flags(mpi, capsys):
@@ -98,10 +118,10 @@ def test_autotune_flags(mpi, capsys):
 
 
 def test_ignored_horovodrun_flags_warn(mpi, capsys):
-    cli.main(["--dry-run", "--timeline-mark-cycles", "--log-level", "INFO",
+    cli.main(["--dry-run", "--hierarchical-allgather", "--log-level", "INFO",
               "--autotune-bayes-opt-max-samples", "20", "-np", "1", "t"], BASE_ENV)
     err = capsys.readouterr().err
-    for flag in ("--timeline-mark-cycles", "--log-level", "--autotune-bayes-opt-max-samples"):
+    for flag in ("--hierarchical-allgather", "--log-level", "--autotune-bayes-opt-max-samples"):
         assert f"ignoring horovodrun's {flag}" in err
 
 

@@ -42,6 +42,18 @@ def test_mpiexec_is_used_when_there_is_no_mpirun(tmp_path):
     assert mpi_probe.find_mpirun({"PATH": str(tmp_path)}) == str(fake)
 
 
+def test_the_mpirun_beside_the_interpreter_beats_path(tmp_path, monkeypatch):
+    """A venv with an MPI wheel (its mpirun in the venv's bin/) beside Debian's mpirun on PATH:
+    the core was built against the wheel, so its launcher is the one to use."""
+    (tmp_path / "venv-bin").mkdir()
+    (tmp_path / "usr-bin").mkdir()
+    _fake_mpirun(tmp_path / "usr-bin", OPEN_MPI_4)
+    wheel = _fake_mpirun(tmp_path / "venv-bin", MPICH_4)
+    monkeypatch.setattr(mpi_probe.sys, "executable", str(tmp_path / "venv-bin" / "python"))
+    assert mpi_probe.probe({"PATH": str(tmp_path / "usr-bin")}) == \
+        mpi_probe.MPIInfo(mpi_probe.MPICH, "4.1.2", str(wheel))
+
+
 def test_mpirep_mpirun_wins(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

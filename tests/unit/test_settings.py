@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpirep._settings_table import SETTINGS
+from mpirep._settings_table import SETTINGS, SWITCH, negated_flag
 from mpirep.config import Config
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -17,7 +17,10 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def readme_row(setting):
     variables = ", ".join(f"`{v}`" for v in ("MPIREP_" + setting.environment, setting.horovod_variable) if v)
     default = json.dumps(setting.default) if setting.type is str else str(setting.default)
-    flag = f"`{setting.flag}` ({setting.flag_unit})" if setting.flag_unit else (f"`{setting.flag}`" if setting.flag else "")
+    if setting.flag_unit == SWITCH:
+        flag = f"`{setting.flag}` (1), `{negated_flag(setting)}` (0)"
+    else:
+        flag = f"`{setting.flag}` ({setting.flag_unit})" if setting.flag_unit else (f"`{setting.flag}`" if setting.flag else "")
     return f"| `{setting.name}` | {variables} | {default} | {flag} | {setting.meaning} |"
 
 
@@ -47,6 +50,28 @@ def test_init_argument_then_mpirep_then_horovod_variable_then_default():
     assert config.timeline == "x.json"
     assert Config.load(environ=environ, fusion_threshold=1).fusion_threshold == 1
     assert Config.load(environ={"HOROVOD_CHUNK_BYTES": "128"}).chunk_bytes == Config().chunk_bytes  # no Horovod name
+
+
+@pytest.mark.parametrize("value,expected", [("1", 1), ("0", 0), ("-1", -1)])
+def test_horovod_hierarchical_allreduce_variable(value, expected):
+    assert Config.load(environ={"HOROVOD_HIERARCHICAL_ALLREDUCE": value}).hierarchical_allreduce == expected
+    assert Config.load(environ={}).hierarchical_allreduce == -1  # auto
+    with pytest.raises(ValueError, match="hierarchical_allreduce must be at least -1"):
+        Config.load(environ={"MPIREP_HIERARCHICAL_ALLREDUCE": "-2"})
+
+
+@pytest.mark.parametrize("text,value", [("1", True), ("true", True), ("Yes", True), ("on", True),
+                                        ("0", False), ("false", False), ("no", False), ("", False)])
+def test_bool_settings_read_words_and_reach_the_core_as_0_or_1(text, value):
+    config = Config.load(environ={"HOROVOD_TIMELINE_MARK_CYCLES": text})
+    assert config.timeline_mark_cycles is value
+    assert config.as_text()["timeline_mark_cycles"] == ("1" if value else "0")
+
+
+def test_bool_settings_refuse_other_words():
+    with pytest.raises(ValueError, match="mpirep setting timeline_mark_cycles: cannot read 'maybe' as bool"):
+        Config.load(environ={"MPIREP_TIMELINE_MARK_CYCLES": "maybe"})
+    assert Config.load(environ={}, timeline_mark_cycles=True).timeline_mark_cycles is True
 
 
 @pytest.mark.parametrize("variable", ["MPIREP_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE"])

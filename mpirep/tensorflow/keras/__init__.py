@@ -34,6 +34,8 @@ from mpirep.tensorflow import (  # noqa: F401  (the shared part of the interface
     remove_process_set,
     shutdown,
     size,
+    start_timeline,
+    stop_timeline,
 )
 from mpirep.tensorflow import mpi_ops as _ops
 from mpirep.tensorflow.functions import broadcast_global_variables  # noqa: F401

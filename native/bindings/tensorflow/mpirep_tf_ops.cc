@@ -9,12 +9,14 @@
 // from the core's one output pool, through the C API.
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "bindings/c_api.h"
 #include "core/common.h"
 #include "tf_compat.h"
+#include "tensorflow/core/framework/cancellation.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -99,13 +101,29 @@ class PooledBuffer : public tensorflow::TensorBuffer {
   size_t capacity_;
 };
 
-// Everything one enqueued operation needs until the core calls done. The input tensor itself
-// stays alive in the kernel's context until done() is called, so it is not copied here: an
-// extra reference would stop TensorFlow from forwarding its buffer to the output.
+// Everything one enqueued operation needs until the core calls done, shared with the step's
+// cancellation callback. The input tensor itself stays alive in the kernel's context until
+// done() is called, so it is not copied here: an extra reference would stop TensorFlow from
+// forwarding its buffer to the output.
+//
+// Inside a graph the collectives of a step run concurrently, so when one fails (a mismatch,
+// a rank that failed) TensorFlow cancels the step while others still wait in the core, maybe
+// for tensors no other rank will ever submit. TensorFlow ends the step only when every kernel
+// has called done(), so a waiting kernel gives up then: it calls done() at once and leaves its
+// request to the core, which fails it at shutdown, cancels it as stalled, or runs it when the
+// other ranks submit it. Until then the request keeps its input alive, and its output goes to
+// memory of its own. A kernel whose output the core already writes finishes normally.
 struct InFlight {
-  OpKernelContext* context;
+  std::mutex mu;
+  OpKernelContext* context;  // null once done() has been called
   AsyncOpKernel::DoneCallback done;
+  tensorflow::CancellationManager* cancellation = nullptr;
+  tensorflow::CancellationToken token = tensorflow::CancellationManager::kInvalidToken;
+  bool running = false;  // the core has its output: the operation finishes soon
+  Tensor abandoned_input;
+  std::unique_ptr<char[]> abandoned_output;
   std::string name;
+  std::string group;
   std::vector<int64_t> shape;
   std::vector<int64_t> splits;
   bool returns_splits;
@@ -113,49 +131,87 @@ struct InFlight {
   tensorflow::DataType dtype;
 };
 
+// What the core holds as its `user` pointer: one reference, released by Done.
+using InFlightRef = std::shared_ptr<InFlight>;
+
+InFlight& Of(void* user) { return **static_cast<InFlightRef*>(user); }
+
+// Calls done() with `status` unless it has been called; the lock is held on entry.
+void Finish(InFlight& op, std::unique_lock<std::mutex>& lock, const Status& status) {
+  if (op.context == nullptr) return;
+  op.context->SetStatus(status);
+  op.context = nullptr;
+  AsyncOpKernel::DoneCallback done = std::move(op.done);
+  tensorflow::CancellationManager* cancellation = op.cancellation;
+  lock.unlock();
+  // Before done(): the manager belongs to the step, which may end with it. Never blocks, so
+  // the core's thread cannot wait here on TensorFlow's.
+  if (cancellation != nullptr) cancellation->TryDeregisterCallback(op.token);
+  done();
+}
+
+// The step was cancelled: give up waiting unless the core is already writing the output.
+void Abandon(InFlight& op) {
+  std::unique_lock<std::mutex> lock(op.mu);
+  if (op.context == nullptr || op.running) return;
+  op.abandoned_input = op.context->input(0);
+  op.cancellation = nullptr;  // deregistering from inside the manager's own callback would block
+  Finish(op, lock, ErrorStatus(absl::StatusCode::kCancelled,
+                               ("collective '" + op.name + "' abandoned: its step was cancelled")
+                                   .c_str()));
+}
+
 void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
-  auto* op = static_cast<InFlight*>(user);
+  InFlight& op = Of(user);
   TensorShape shape;
   for (int i = 0; i < ndim; ++i) {
     if (!shape.AddDimWithStatus(dims[i]).ok()) return nullptr;
   }
+  const size_t bytes =
+      static_cast<size_t>(shape.num_elements()) * tensorflow::DataTypeSize(op.dtype);
+  std::lock_guard<std::mutex> lock(op.mu);
+  if (op.context == nullptr) {  // abandoned: the result goes nowhere
+    op.abandoned_output.reset(new char[bytes > 0 ? bytes : 1]);
+    return op.abandoned_output.get();
+  }
+  op.running = true;
   Tensor* output = nullptr;
   // An allreduce may reduce in place (the ring reads each input element before it writes
   // that element), so when no one else holds the input, its buffer, already in cache and
   // with its pages mapped, becomes the output instead of a new allocation.
-  if (op->may_forward && op->context->forward_input_to_output_with_shape(0, 0, shape, &output)) {
+  if (op.may_forward && op.context->forward_input_to_output_with_shape(0, 0, shape, &output)) {
     return DataOf(*output);
   }
-  const size_t bytes =
-      static_cast<size_t>(shape.num_elements()) * tensorflow::DataTypeSize(op->dtype);
   if (bytes >= kPoolMinBytes) {
     size_t capacity = 0;
     void* data = g_api.load()->get_output_buffer(bytes, &capacity);
     if (data == nullptr) return nullptr;
     auto* buffer = new PooledBuffer(data, bytes, capacity);
-    Tensor pooled(op->dtype, shape, buffer);
+    Tensor pooled(op.dtype, shape, buffer);
     buffer->Unref();  // the tensor holds its own reference
-    op->context->set_output(0, std::move(pooled));
+    op.context->set_output(0, std::move(pooled));
     return data;
   }
-  if (!op->context->allocate_output(0, shape, &output).ok()) return nullptr;
+  if (!op.context->allocate_output(0, shape, &output).ok()) return nullptr;
   return DataOf(*output);
 }
 
 void Done(void* user, const mpirep_result* result) {
-  std::unique_ptr<InFlight> op(static_cast<InFlight*>(user));
+  std::unique_ptr<InFlightRef> ref(static_cast<InFlightRef*>(user));
+  InFlight& op = **ref;
+  std::unique_lock<std::mutex> lock(op.mu);
+  if (op.context == nullptr) return;  // abandoned
   Status status = TfStatus(result->status, result->message);
   if (status.ok()) {
     Tensor* splits = nullptr;
-    const int64_t count = op->returns_splits ? result->nsplits : 0;
-    status = op->context->allocate_output(1, TensorShape({count}), &splits);
+    const int64_t count = op.returns_splits ? result->nsplits : 0;
+    status = op.context->allocate_output(1, TensorShape({count}), &splits);
     if (status.ok()) {
       auto flat = splits->flat<int64_t>();
       for (int64_t i = 0; i < count; ++i) flat(i) = result->received_splits[i];
     }
   }
-  op->context->SetStatus(status);
-  op->done();
+  Finish(op, lock, status);
 }
 
 class CollectiveOp : public AsyncOpKernel {
@@ -173,13 +229,18 @@ class CollectiveOp : public AsyncOpKernel {
                             "mpirep does not support this dtype"));
   }
 
+  // Submitting only checks and enqueues, and never blocks. Marked cheap, the kernel runs in the
+  // thread that produced its input, the moment it exists; TensorFlow would otherwise queue it
+  // for a pool thread, where it can wait behind the rest of backprop.
+  bool IsExpensive() override { return false; }
+
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
     const mpirep_api* api = g_api.load();
     OP_REQUIRES_ASYNC(context, api != nullptr && api->is_initialized(),
                       TfStatus(static_cast<int>(mpirep::StatusCode::NOT_INITIALIZED),
                                "mpirep is not initialised: call mpirep.tensorflow.init() first"),
                       done);
-    auto op = std::make_unique<InFlight>();
+    auto op = std::make_shared<InFlight>();
     op->context = context;
     op->done = std::move(done);
     const Tensor& input = context->input(0);
@@ -187,6 +248,7 @@ class CollectiveOp : public AsyncOpKernel {
     for (int i = 0; i < input.dims(); ++i) op->shape.push_back(input.dim_size(i));
     auto splits = context->input(2).flat<int64_t>();
     op->splits.assign(splits.data(), splits.data() + splits.size());
+    op->group = context->input(3).scalar<tensorflow::tstring>()();
     const auto collective = static_cast<mpirep::Collective>(collective_);
     op->returns_splits = collective == mpirep::Collective::ALLTOALL;
     op->may_forward = collective == mpirep::Collective::ALLREDUCE;
@@ -207,14 +269,28 @@ class CollectiveOp : public AsyncOpKernel {
     desc.input = DataOf(input);
     desc.process_set = process_set_;
     desc.group_size = group_size_;
+    desc.group = op->group.c_str();
 
+    tensorflow::CancellationManager* cancellation = context->cancellation_manager();
+    if (cancellation != nullptr) {
+      const tensorflow::CancellationToken token = cancellation->get_cancellation_token();
+      if (!cancellation->RegisterCallback(token, [op] { Abandon(*op); })) {
+        context->SetStatus(ErrorStatus(absl::StatusCode::kCancelled,
+                                       "the step was cancelled before its collective started"));
+        op->done();
+        return;
+      }
+      std::lock_guard<std::mutex> lock(op->mu);
+      op->cancellation = cancellation;
+      op->token = token;
+    }
     char error[1024] = "";
-    InFlight* user = op.release();  // owned by Done from here on, if the enqueue succeeds
+    auto* user = new InFlightRef(op);  // released by Done, if the enqueue succeeds
     const int code = api->enqueue(&desc, AllocateOutput, Done, user, error, sizeof(error));
     if (code != static_cast<int>(mpirep::StatusCode::OK)) {
-      std::unique_ptr<InFlight> failed(user);
-      failed->context->SetStatus(TfStatus(code, error));
-      failed->done();
+      delete user;
+      std::unique_lock<std::mutex> lock(op->mu);
+      Finish(*op, lock, TfStatus(code, error));
     }
   }
 
@@ -256,6 +332,7 @@ REGISTER_OP("MpirepCollective")
     .Input("tensor: T")
     .Input("tensor_name: string")
     .Input("splits: int64")
+    .Input("group: string")  // the name of its group ("": not grouped)
     .Output("output: T")
     .Output("received_splits: int64")
     .Attr(mpirep_tf::DtypeAttr())

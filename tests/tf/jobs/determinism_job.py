@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep.tensorflow.keras as hvd
-from harness import check, run, same_on_every_rank
+from harness import check, mse_training_step, run, same_on_every_rank
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
@@ -41,15 +41,7 @@ def custom_loop_weights_identical_after_1000_steps():
     optimizer = keras.optimizers.Adam(0.01)
     hvd.broadcast_variables(model.variables, root_rank=0)
 
-    @tf.function
-    def step(xb, yb):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(model(xb, training=True) - yb))
-        tape = hvd.DistributedGradientTape(tape)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
+    step = mse_training_step(hvd, model, optimizer)
     losses = [float(step(x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH]))
               for i in range(STEPS)]
     assert np.mean(losses[-50:]) < 0.05 * np.mean(losses[:50]), (losses[:3], losses[-3:])

@@ -8,6 +8,8 @@ import sys
 import time
 import traceback
 
+import tensorflow as tf
+
 _checks = []
 
 
@@ -54,3 +56,18 @@ def expect_error(error_class, fn):
     except error_class:
         return
     raise AssertionError(f"no {error_class.__name__}")
+
+
+def mse_training_step(hvd, model, optimizer):
+    """A tf.function training step on the mean squared error, reduced by hvd's
+    DistributedGradientTape; it returns the loss."""
+    @tf.function
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(xb, training=True) - yb))
+        tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return step

@@ -1,0 +1,73 @@
+"""The measurements measure.py writes, reduced to one time per configuration and size: the
+median over the passes of mpirep's time (each pass's time is already a median over repeats)."""
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # the benchmarks, for the ResNet-50 shapes
+from resnet50_shapes import SHAPES  # noqa: E402
+
+# in the order resnet50_round.py submits them: backprop order, the last layer first
+RESNET50_TENSOR_BYTES = [4 * math.prod(s) for s in reversed(SHAPES)]
+SHM = HERE / "measurements" / "shm.json"
+HOSTS = HERE / "measurements" / "hosts-1gbit.json"
+COPY = HERE / "measurements" / "copy.json"
+QUIET_SHM = HERE / "measurements" / "shm-quiet-run_all.json"
+
+
+@dataclass(frozen=True)
+class Layout:
+    hosts: int
+    per_host: int
+    hierarchical: bool
+
+    def __str__(self):
+        mode = ", hierarchical" if self.hierarchical else ""
+        return f"{self.hosts} host{'s' if self.hosts > 1 else ''} x {self.per_host}{mode}"
+
+
+@dataclass(frozen=True)
+class Point:
+    layout: Layout
+    kind: str       # "sweep": one blocking allreduce; "resnet": the 214 ResNet-50 gradients
+    nbytes: int
+    seconds: float  # median over passes
+    fusion_threshold: int | None  # the setting the run used, None for the default
+    load_average: float  # median over the passes of the 1-minute load average as each job began
+
+
+def moment():
+    """When, and how busy the machine was: the time (UTC) and the 1-minute load average."""
+    return {"utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "load_average": os.getloadavg()[0]}
+
+
+def copy_cost(path=COPY):
+    """Seconds per byte of a memory copy, as memcpy.py measured it."""
+    return json.loads(Path(path).read_text())["seconds_per_byte"]
+
+
+def load(path):
+    data = json.loads(Path(path).read_text())
+    samples, loads = {}, {}
+    for run in data["runs"]:
+        layout = Layout(run["hosts"], run["per_host"], bool(run["hierarchical"]))
+        result = run["result"]
+        threshold = result["config"].get("fusion_threshold")
+        if run["kind"] == "sweep":
+            timed = [(row["bytes"], row["mpirep_s"]) for row in result["rows"]]
+        else:
+            timed = [(sum(RESNET50_TENSOR_BYTES), result["seconds"]["mpirep"])]
+        for nbytes, seconds in timed:
+            key = (layout, run["kind"], nbytes, threshold)
+            samples.setdefault(key, []).append(seconds)
+            loads.setdefault(key, []).append(run["load_average"])
+    points = [Point(*key[:3], statistics.median(times), key[3], statistics.median(loads[key]))
+              for key, times in samples.items()]
+    return data, points

@@ -1,0 +1,101 @@
+"""The model projected to 512 ranks: N hosts x k ranks per host over 25 Gbit/s and 100 Gbit/s
+inter-host links, with mpirep's software costs fitted here to the quiet shared-memory figures
+(fit.py, Fitted.inter_at: those costs per message and per byte, plus the wire's 8/rate). Prints
+Markdown tables: the allreduce time of a ResNet-50 gradient set, the scaling efficiency of a
+training step with and without overlap and hierarchical allreduce, and the model beside the
+efficiencies Horovod published for 512 GPUs.
+
+    python benchmarks/cost_model/scale_table.py [--per-host 4] [--fusion-threshold BYTES] [--shm FILE] ...
+"""
+import argparse
+
+import alpha_beta as ab
+from fit import DEFAULT_CHUNK_BYTES, DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_quiet_files
+from units import human_bytes
+from workloads import BACKWARD_FRACTION, WORKLOADS
+
+RATES = {"25 Gbit/s": 25e9, "100 Gbit/s": 100e9}
+MODES = {"no overlap": (False, False), "overlap": (True, False), "overlap + hier.": (True, True)}
+
+
+def projected_cluster(fitted, hosts, per_host, rate):
+    # a real host has a core per rank: no oversubscription
+    return ab.Cluster(hosts, per_host, fitted.intra, fitted.inter_at(rate), copy=fitted.copy)
+
+
+def host_counts(per_host, max_ranks=512):
+    counts, hosts = [], 1
+    while hosts * per_host <= max_ranks:
+        counts.append(hosts)
+        hosts *= 2
+    return counts
+
+
+def efficiency(fitted, workload, hosts, per_host, rate, overlap, hierarchical,
+               fusion_threshold=DEFAULT_FUSION_THRESHOLD):
+    cluster = projected_cluster(fitted, hosts, per_host, rate)
+    return ab.training_step(workload.compute_seconds, BACKWARD_FRACTION, workload.tensor_bytes,
+                            cluster, fusion_threshold, DEFAULT_CHUNK_BYTES, overlap, hierarchical).efficiency
+
+
+def allreduce_table(fitted, per_host, workload, fusion_threshold):
+    header = "| hosts x ranks | ranks | " + " | ".join(
+        f"{r}, {m} ms" for r in RATES for m in ("flat", "hier.")) + " |"
+    lines = [header, "|---|---:|" + "---:|" * 2 * len(RATES)]
+    for hosts in host_counts(per_host):
+        cells = []
+        for rate in RATES.values():
+            cluster = projected_cluster(fitted, hosts, per_host, rate)
+            for hierarchical in (False, True):
+                seconds = ab.gradient_round(workload.tensor_bytes, cluster, fusion_threshold,
+                                            DEFAULT_CHUNK_BYTES, hierarchical)[0]
+                cells.append(f"{seconds * 1e3:.1f}")
+        lines.append(f"| {hosts} x {per_host} | {hosts * per_host} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def efficiency_table(fitted, per_host, workload, fusion_threshold):
+    header = "| hosts x ranks | ranks | " + " | ".join(f"{r}, {m}" for r in RATES for m in MODES) + " |"
+    lines = [header, "|---|---:|" + "---:|" * len(RATES) * len(MODES)]
+    for hosts in host_counts(per_host):
+        cells = [f"{efficiency(fitted, workload, hosts, per_host, rate, *mode, fusion_threshold):.0%}"
+                 for rate in RATES.values() for mode in MODES.values()]
+        lines.append(f"| {hosts} x {per_host} | {hosts * per_host} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def published_table(fitted, fusion_threshold):
+    lines = ["| model | gradients MiB | compute per step ms | " + " | ".join(MODES) +
+             " | Horovod, published |", "|---|---:|---:|" + "---:|" * len(MODES) + "---:|"]
+    for w in WORKLOADS:
+        cells = [f"{efficiency(fitted, w, 128, 4, RATES['25 Gbit/s'], *mode, fusion_threshold):.0%}"
+                 for mode in MODES.values()]
+        published = f"{w.horovod_512_efficiency:.0%}" if w.horovod_512_efficiency else "-"
+        lines.append(f"| {w.name} | {w.gradient_bytes / 2**20:.1f} | {w.compute_seconds * 1e3:.0f} | "
+                     + " | ".join(cells) + f" | {published} |")
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-host", type=int, action="append", help="ranks per host (default 4 and 8)")
+    parser.add_argument("--fusion-threshold", type=int, default=DEFAULT_FUSION_THRESHOLD,
+                        help="bytes per fused buffer (default: mpirep's default)")
+    add_file_arguments(parser)
+    args = parser.parse_args()
+    fitted = fit_quiet_files(args).fitted
+    resnet, threshold = WORKLOADS[0], args.fusion_threshold
+    fusion = f"fusion threshold {human_bytes(threshold)}"
+    for per_host in args.per_host or [4, 8]:
+        print(f"\nAllreduce of the {resnet.name} gradients ({resnet.gradient_bytes / 2**20:.1f} MiB, "
+              f"{fusion}), {per_host} ranks per host:\n")
+        print("\n".join(allreduce_table(fitted, per_host, resnet, threshold)))
+        print(f"\nScaling efficiency of a {resnet.name} step ({resnet.compute_seconds * 1e3:.0f} ms of "
+              f"compute, {fusion}), {per_host} ranks per host:\n")
+        print("\n".join(efficiency_table(fitted, per_host, resnet, threshold)))
+    print(f"\n512 ranks = 128 hosts x 4 over 25 Gbit/s, {fusion}, beside Horovod's 512-GPU figures:\n")
+    print("\n".join(published_table(fitted, threshold)))
+
+
+if __name__ == "__main__":
+    main()

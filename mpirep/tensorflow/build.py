@@ -1,0 +1,33 @@
+"""Build the TensorFlow op library ahead of a job, for example on a login node into a cache
+directory that compute nodes without a compiler share (docs/tensorflow.md):
+
+    MPIREP_CACHE_DIR=/shared/mpirep-cache python -m mpirep.tensorflow.build
+
+Prints the library's path; exits 1 with the compiler's output if it cannot be built. Needs
+neither MPI nor mpirep's native core. `mpirep-run --check-build --build-tf-ops` does the same.
+"""
+
+import argparse
+import sys
+
+import tensorflow as tf
+
+from mpirep.tensorflow import _native_build
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m mpirep.tensorflow.build",
+                                     description="Build the TensorFlow op library into mpirep's "
+                                                 "cache (MPIREP_CACHE_DIR) and print its path.")
+    parser.parse_args(argv)
+    try:
+        print(_native_build.library_path())
+    except _native_build.BuildError as error:
+        print(f"mpirep: the TensorFlow op library for TensorFlow {tf.__version__} could not be "
+              f"built:\n{error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
