@@ -9,7 +9,8 @@ from .tuning import add_tuning_flags
 IGNORED_HOROVOD_FLAGS = (
     ("--mpi", False),
     ("--hierarchical-allgather", False), ("--no-hierarchical-allgather", False),
-    ("--autotune", False), ("--autotune-log-file", True),
+    # mpirep's autotuning searches a grid, not by Bayesian optimisation
+    ("--autotune-bayes-opt-max-samples", True), ("--autotune-gaussian-process-noise", True),
     ("--log-level", True),
 )
 

@@ -75,7 +75,9 @@ def is_initialized():
 
 
 def config():
-    """The settings in force (those of the last init)."""
+    """The settings given at the last init. Autotuning may change fusion_threshold,
+    cycle_time_ms, chunk_bytes and hierarchical_allreduce afterwards;
+    mpirep._core.current_setting(name) reads those."""
     _require_init()
     return _config
 

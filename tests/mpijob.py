@@ -65,8 +65,19 @@ def mpirun(ranks, args, timeout_s, env=None, pythonpath=()):
     timeout_s; `env` adds variables, `pythonpath` directories to import from."""
     if shutil.which("mpirun") is None:
         raise RuntimeError("mpirun is not on PATH")
-    command = ["timeout", "-k", "10", str(timeout_s), "mpirun", *local_launch_flags(),
-               "-np", str(ranks), sys.executable, *map(str, args)]
+    return _run(["mpirun", *local_launch_flags(), "-np", str(ranks), sys.executable, *map(str, args)],
+                timeout_s, env, pythonpath)
+
+
+def mpirep_run(ranks, flags, args, timeout_s, env=None):
+    """Runs `mpirep-run -np ranks flags... <this python> args...` (this checkout's launcher) like
+    mpirun above."""
+    return _run([sys.executable, "-m", "launch", "-np", str(ranks), *flags, sys.executable, *map(str, args)],
+                timeout_s, env, ())
+
+
+def _run(command, timeout_s, env, pythonpath):
+    command = ["timeout", "-k", "10", str(timeout_s), *command]
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=REPO, env=job_env(env, pythonpath),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

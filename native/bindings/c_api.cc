@@ -135,6 +135,25 @@ int StopTimeline(char* error, size_t error_size) {
   return static_cast<int>(StatusCode::OK);
 }
 
+int CurrentSetting(const char* name, char* value, size_t size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return 0;
+  std::string text;
+  try {
+    text = GetSetting(runtime->Settings(), name);
+  } catch (const std::invalid_argument&) {
+    return -1;
+  }
+  if (text.size() >= size) return -2;
+  std::memcpy(value, text.c_str(), text.size() + 1);
+  return 1;
+}
+
+int AutotuneFinished() {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  return runtime && runtime->AutotuneFinished() ? 1 : 0;
+}
+
 void* GetOutputBuffer(size_t bytes, size_t* capacity) { return OutputPool().Get(bytes, capacity); }
 
 void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capacity); }
@@ -142,7 +161,7 @@ void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capac
 const mpirep_api kApi = {MPIREP_API_VERSION, Start,           Shutdown,        IsInitialized,
                          GetTopology,        ProcessSetRanks, Enqueue,         GetOutputBuffer,
                          PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, StartTimeline,
-                         StopTimeline};
+                         StopTimeline,       CurrentSetting,  AutotuneFinished};
 
 }  // namespace
 }  // namespace mpirep

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 7
+#define MPIREP_API_VERSION 8
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -114,6 +114,12 @@ typedef struct mpirep_api {
   int (*start_timeline)(const char* path, int mark_cycles, char* error, size_t error_size);
   /* Rank 0 finishes and closes its timeline file, if it writes one. Returns a status code. */
   int (*stop_timeline)(char* error, size_t error_size);
+  /* The value now in force of setting `name` (core/settings.def), as text into value[0 .. size):
+   * autotuning changes some, on every rank at the same point. Returns 1; 0 when not started; -1 for
+   * an unknown name; -2 when `size` is too small. */
+  int (*current_setting)(const char* name, char* value, size_t size);
+  /* 1 once autotuning has ended and every rank uses its final choice, else 0. */
+  int (*autotune_finished)(void);
 } mpirep_api;
 
 const mpirep_api* mpirep_get_api(void);

@@ -274,6 +274,16 @@ py::object NegotiationStats() {
   return d;
 }
 
+// The value in force of setting `name` (c_api.h), as text; None when not started.
+py::object CurrentSetting(const std::string& name) {
+  char value[1024];
+  const int found = Api().current_setting(name.c_str(), value, sizeof value);
+  if (found == -1) throw py::value_error("unknown mpirep setting '" + name + "'");
+  if (found == -2) throw py::value_error("mpirep setting " + name + " is too long to read");
+  if (found == 0) return py::none();
+  return py::str(value);
+}
+
 template <typename Enum>
 py::dict EnumDict(std::initializer_list<std::pair<const char*, Enum>> entries) {
   py::dict d;
@@ -324,6 +334,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("process_set_ranks", &ProcessSetRanks);
   m.def("negotiation_stats", &NegotiationStats);
   m.def("time_negotiation", [](bool on) { Api().time_negotiation(on ? 1 : 0); }, py::arg("on"));
+  m.def("current_setting", &CurrentSetting, py::arg("name"));
+  m.def("autotune_finished", [] { return Api().autotune_finished() != 0; });
   m.def("api_table_address", [] { return reinterpret_cast<uintptr_t>(&Api()); });
 
   py::class_<Handle>(m, "Handle")

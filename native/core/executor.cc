@@ -35,11 +35,14 @@ Executor::Executor(Transport& transport, int64_t chunk_bytes,
   if (hosts) hierarchical_ = std::make_unique<HierarchicalAllreduce>(*hosts, chunk_bytes_);
 }
 
+bool Executor::HierarchicalIsAChoice() const {
+  return hierarchical_ && hierarchical_->hosts() > 1 && hierarchical_->ranks_per_host() > 1;
+}
+
 // Auto: only where both stages have something to do, which is where the network carries less.
 bool Executor::Hierarchical() const {
   if (!hierarchical_ || hierarchical_allreduce_ == 0) return false;
-  return hierarchical_allreduce_ > 0 ||
-         (hierarchical_->hosts() > 1 && hierarchical_->ranks_per_host() > 1);
+  return hierarchical_allreduce_ > 0 || HierarchicalIsAChoice();
 }
 
 void Executor::ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype,
@@ -51,6 +54,12 @@ void Executor::ReduceBuffer(const void* in, void* out, int64_t count, DataType d
     BeginPhase("RING_ALLREDUCE");
     ring_.Allreduce(in, out, count, dtype, op, epilogue);
   }
+}
+
+void Executor::SetChunkBytes(int64_t chunk_bytes) {
+  chunk_bytes_ = static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes));
+  ring_.SetChunkBytes(chunk_bytes_);
+  if (hierarchical_) hierarchical_->SetChunkBytes(chunk_bytes_);
 }
 
 char* Executor::Scratch(std::vector<char>& buffer, size_t bytes) {

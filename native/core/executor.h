@@ -28,6 +28,14 @@ class Executor {
   // there the phases it went through.
   std::vector<Status> Run(const Response& response, const std::vector<Operation*>& ops,
                           OperationResult* result, PhaseLog* phases = nullptr);
+  // For the collectives that follow (autotuning changes them on every rank at the same point).
+  void SetChunkBytes(int64_t chunk_bytes);
+  void SetHierarchicalAllreduce(int64_t hierarchical_allreduce) {
+    hierarchical_allreduce_ = hierarchical_allreduce;
+  }
+  // Whether hierarchical_allreduce decides anything here: the ranks span several hosts with
+  // several ranks on each, as many on every host.
+  bool HierarchicalIsAChoice() const;
 
  private:
   std::vector<Status> Dispatch(const Response& response, const std::vector<Operation*>& ops,
@@ -56,7 +64,7 @@ class Executor {
   Transport& transport_;
   const int rank_;
   const int size_;
-  const size_t chunk_bytes_;
+  size_t chunk_bytes_;
   Ring ring_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // null: no host grouping
   int64_t hierarchical_allreduce_;

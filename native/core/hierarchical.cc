@@ -21,6 +21,12 @@ HierarchicalAllreduce::HierarchicalAllreduce(const HostTransports& transports, s
       host_ring_(*transports.host, chunk_bytes),
       across_ring_(across_, chunk_bytes) {}
 
+void HierarchicalAllreduce::SetChunkBytes(size_t chunk_bytes) {
+  chunk_bytes_ = chunk_bytes;
+  host_ring_.SetChunkBytes(chunk_bytes);
+  across_ring_.SetChunkBytes(chunk_bytes);
+}
+
 void HierarchicalAllreduce::Allreduce(const void* in, void* out, int64_t count, DataType dtype,
                                       ReduceOp op, const Ring::Epilogue& epilogue) {
   const int64_t esize = static_cast<int64_t>(ElementSize(dtype));

@@ -34,6 +34,8 @@ class HierarchicalAllreduce {
 
   int hosts() const { return hosts_; }
   int ranks_per_host() const { return ranks_per_host_; }
+  // For the allreduces that follow.
+  void SetChunkBytes(size_t chunk_bytes);
 
   // As Ring::Allreduce: out = reduction of every rank's `in`; `in` may equal `out`. The
   // epilogue runs once per element, on the rank of stage 2's ring that owns it, so every rank
@@ -78,7 +80,7 @@ class HierarchicalAllreduce {
   const int hosts_;
   const int ranks_per_host_;
   const int local_rank_;
-  const size_t chunk_bytes_;
+  size_t chunk_bytes_;
   WorkWhileWaiting across_;
   Ring host_ring_;
   Ring across_ring_;

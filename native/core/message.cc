@@ -139,6 +139,15 @@ std::string Encode(const ResponseList& list) {
     w.Put(r.removed_set);
     w.Put<uint8_t>(r.cacheable);
   }
+  w.Put<uint8_t>(list.retune.has_value());
+  if (list.retune) {
+    w.Put<uint8_t>(list.retune->final);
+    w.Put<uint64_t>(list.retune->settings.size());
+    for (const auto& [name, value] : list.retune->settings) {
+      w.Put(name);
+      w.Put(value);
+    }
+  }
   return w.Take();
 }
 
@@ -169,6 +178,15 @@ ResponseList DecodeResponseList(const std::string& bytes) {
     r.new_set_ranks = rd.GetInts();
     r.removed_set = rd.Get<int32_t>();
     r.cacheable = rd.Get<uint8_t>() != 0;
+  }
+  if (rd.Get<uint8_t>() != 0) {
+    Retune& retune = list.retune.emplace();
+    retune.final = rd.Get<uint8_t>() != 0;
+    retune.settings.resize(rd.Get<uint64_t>());
+    for (auto& [name, value] : retune.settings) {
+      name = rd.GetString();
+      value = rd.GetString();
+    }
   }
   return list;
 }

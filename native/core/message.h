@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common.h"
@@ -78,8 +80,16 @@ struct Response {
   std::vector<Arrival> last_arrivals;
 };
 
+// New values of settings, chosen by rank 0's autotuner (autotuner.h), which every rank applies
+// before it runs the responses of the list that carries them.
+struct Retune {
+  std::vector<std::pair<std::string, std::string>> settings;  // name, value as text
+  bool final = false;  // tuning has ended; these settings stay
+};
+
 struct ResponseList {
   std::vector<Response> responses;
+  std::optional<Retune> retune;
 };
 
 std::string Encode(const RequestList& list);

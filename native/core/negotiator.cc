@@ -51,7 +51,7 @@ void Negotiator::ShutDown(const std::string& reason) {
 
 bool Negotiator::Busy() const {
   if (!pending_.empty() || (shut_down_ && !shutdown_announced_)) return true;
-  return coordinator_ && (coordinator_->HasPending() || coordinator_->HasReady() || !demote_.empty() ||
+  return coordinator_ && (coordinator_->HasPending() || coordinator_->HasReady() || !demote_.empty() || proposed_ ||
                           (coordinator_->AllShutDown() && !stop_sent_));
 }
 
@@ -124,7 +124,7 @@ RoundWords& Negotiator::Contribute(Clock::time_point now) {
     }
     hold_ = holding_since_ && now - *holding_since_ < Seconds(config_.cycle_time_ms / 1000);
     round_.SetRank0Word(hold_ ? kHold : 0);
-    sends |= CoordinatorHasNews(now);
+    sends |= CoordinatorHasNews(now) || proposed_;
   }
   if (sends) round_.SetSendsRequests(rank_);
   round_.SetFingerprint(cache_.fingerprint());
@@ -210,6 +210,7 @@ ResponseList Negotiator::Decide(Clock::time_point) {
     list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold, config_.chunk_bytes * size_);
   }
   if (!list.responses.empty()) holding_since_.reset();
+  list.retune.swap(proposed_);
   if (coordinator_->AllShutDown() && !coordinator_->HasPending() && !coordinator_->HasReady() && !stop_sent_) {
     Response stop;
     stop.kind = Response::Kind::STOP;

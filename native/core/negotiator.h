@@ -86,6 +86,13 @@ class Negotiator {
   // Every rank, for each response of the slow phase, in list order, before it runs.
   void Ran(const Response& response);
 
+  // Rank 0: settings chosen by the autotuner, sent to every rank in the next slow phase, which
+  // this forces (Decide puts them in its list).
+  void Propose(Retune retune) { proposed_ = std::move(retune); }
+  // Every rank, when a slow phase's list carries a Retune: the settings that every rank uses
+  // from this point of the list on (the cache capacity stays as it is).
+  void Reconfigure(const Config& config) { config_ = config; }
+
   // Rank 0: stall warnings and cancellations to print, each a line with its severity.
   std::vector<std::string> TakeReports();
   const NegotiationCounts& counts() const { return counts_; }
@@ -108,7 +115,7 @@ class Negotiator {
   Clock::duration DemoteAfter() const;
 
   const int rank_, size_;
-  const Config config_;
+  Config config_;
   ResponseCache cache_;
   RoundWords base_;  // this rank's standing contribution: hits and its non-member entries
   RoundWords round_;
@@ -138,6 +145,7 @@ class Negotiator {
   bool stop_sent_ = false;
   Clock::time_point last_stall_check_;
   std::vector<std::string> reports_;
+  std::optional<Retune> proposed_;
 
   NegotiationCounts counts_;
 };

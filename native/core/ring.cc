@@ -27,8 +27,9 @@ std::vector<int64_t> EvenSegments(int64_t count, int parts) {
   return segments;
 }
 
-Ring::Ring(Transport& transport, size_t chunk_bytes)
-    : transport_(transport), chunk_bytes_(std::max<size_t>(chunk_bytes, 64)) {}
+Ring::Ring(Transport& transport, size_t chunk_bytes) : transport_(transport) { SetChunkBytes(chunk_bytes); }
+
+void Ring::SetChunkBytes(size_t chunk_bytes) { chunk_bytes_ = std::max<size_t>(chunk_bytes, 64); }
 
 std::vector<Ring::ChunkRange> Ring::Chunks(const std::vector<int64_t>& segments, int segment,
                                            size_t element_size) const {

@@ -25,6 +25,7 @@ class Ring {
   using Epilogue = std::function<void(void*, int64_t)>;
 
   Ring(Transport& transport, size_t chunk_bytes);
+  void SetChunkBytes(size_t chunk_bytes);
 
   // out = reduction of every rank's `in`. `in` may equal `out`. Rank r's segment of `out` holds
   // the finished result; other segments hold partial sums.

@@ -1,7 +1,9 @@
 #include "settings.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
+#include <stdexcept>
 #include <type_traits>
 
 namespace mpirep {
@@ -36,6 +38,17 @@ bool Parse(const std::string& text, std::string* out) {
   return true;
 }
 
+std::string Text(int64_t value) { return std::to_string(value); }
+
+std::string Text(double value) {
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);  // shortest exact form
+}
+
+std::string Text(bool value) { return value ? "1" : "0"; }
+
+std::string Text(const std::string& value) { return value; }
+
 template <typename T>
 bool BelowMinimum(const T& value, double minimum) {
   if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) return value < minimum;
@@ -58,6 +71,14 @@ std::string SetSetting(Config* config, const std::string& name, const std::strin
 #include "settings.def"
 #undef MPIREP_SETTING
   return "unknown mpirep setting '" + name + "'";
+}
+
+std::string GetSetting(const Config& config, const std::string& name) {
+#define MPIREP_SETTING(setting, ...) \
+  if (name == #setting) return Text(config.setting);
+#include "settings.def"
+#undef MPIREP_SETTING
+  throw std::invalid_argument("unknown mpirep setting '" + name + "'");
 }
 
 }  // namespace mpirep

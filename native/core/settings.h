@@ -22,4 +22,8 @@ struct Config {
 // why it cannot: an unknown name, text that is not a number, a value below the minimum.
 std::string SetSetting(Config* config, const std::string& name, const std::string& text);
 
+// The value of the setting `name` as text that SetSetting reads back to the same value. Throws
+// std::invalid_argument for an unknown name.
+std::string GetSetting(const Config& config, const std::string& name);
+
 }  // namespace mpirep

@@ -12,7 +12,8 @@
 //      for stall cancellations), the slow phase: those ranks send their request lists to rank
 //      0, whose Coordinator decides, and rank 0 sends every rank the same response list, which
 //      each carries out in list order: collectives through the Executor, then each operation's
-//      `done`.
+//      `done`. With autotuning on, rank 0 also forces a slow phase when its autotuner has chosen
+//      new settings; the list carries them and every rank switches before running it.
 // A rank with operations pending starts the next round at once. An idle rank still takes part,
 // since other ranks' tensors (of process sets it is not in), stall reports and shutdowns need
 // every rank's round: after a short spin window it sleeps until an enqueue wakes it or the next
@@ -95,7 +96,7 @@ std::string BroadcastFromCoordinator(MPI_Comm comm, std::string text) {
 
 }  // namespace
 
-Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config) {
+Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config), published_config_(config) {
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_SERIALIZED) {
@@ -146,6 +147,7 @@ void Runtime::Setup(MPI_Comm comm) {
   // A timeline rank 0 cannot write fails init on every rank, rather than on rank 0 alone.
   timeline_error = BroadcastFromCoordinator(control_, timeline_error);
   if (!timeline_error.empty()) throw std::runtime_error("rank 0: " + timeline_error);
+  StartAutotuning();
   last_round_ = std::chrono::steady_clock::now();
 }
 
@@ -169,6 +171,25 @@ void Runtime::CheckSettingsAgree() {
                                   " to " + std::to_string(bounds[i]) + "); every rank must use the same value");
     }
   }
+}
+
+// Rank 0's autotuner and its log; when rank 0 cannot write the log, every rank's start fails.
+// The hierarchical allreduce is tuned where the set of every rank can take either path.
+void Runtime::StartAutotuning() {
+  std::string error;
+  if (topology_.rank == kCoordinator && config_.autotune) {
+    try {
+      autotuner_ = std::make_unique<Autotuner>(
+          config_, DefaultTunedParameters(executors_[0]->executor.HierarchicalIsAChoice()));
+      if (!config_.autotune_log.empty()) {
+        autotune_log_ = std::make_unique<AutotuneLog>(config_.autotune_log, autotuner_->parameters());
+      }
+    } catch (const std::invalid_argument& e) {
+      error = e.what();
+    }
+  }
+  error = BroadcastFromCoordinator(control_, error);
+  if (!error.empty()) throw std::invalid_argument("rank 0: " + error);
 }
 
 void Runtime::ThreadMain(MPI_Comm comm) {
@@ -369,6 +390,7 @@ bool Runtime::SlowPhase() {
       if (r != kCoordinator) SendControl(r, kResponseTag, bytes);
     }
   }
+  if (list.retune) Apply(*list.retune);
   for (const Response& response : list.responses) {
     negotiator_->Ran(response);
     Execute(response);
@@ -430,10 +452,54 @@ void Runtime::Execute(const Response& response) {
   }
   OperationResult result;
   const bool recording = timeline_.active();
+  const auto start = std::chrono::steady_clock::now();
   const std::vector<Status> statuses =
       executor->second->executor.Run(response, ops, &result, recording ? &phase_log_ : nullptr);
   if (recording) timeline_.Executed(response, ops, phase_log_);
+  if (autotuner_ && response.collective == Collective::ALLREDUCE && response.process_set == 0) Tune(ops, start);
   Deliver(response.names, statuses, result);
+}
+
+void Runtime::Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock::time_point start) {
+  for (const Operation* op : ops) {
+    const int64_t bytes = NumElements(op->request.shape) * ElementSize(op->request.dtype);
+    const std::optional<Trial> trial = autotuner_->Observe(op->request.name, bytes, start);
+    if (!trial) continue;
+    if (autotune_log_) {
+      autotune_log_->Write(*trial);
+      if (autotuner_->finished()) autotune_log_->WriteFinal(autotuner_->best());
+    }
+    negotiator_->Propose(autotuner_->Change());
+  }
+}
+
+void Runtime::Apply(const Retune& retune) {
+  bool hierarchical_tuned = false;
+  for (const auto& [name, value] : retune.settings) {
+    const std::string error = SetSetting(&config_, name, value);
+    if (!error.empty()) throw std::runtime_error("autotuning chose a bad value: " + error);
+    hierarchical_tuned |= name == "hierarchical_allreduce";
+  }
+  negotiator_->Reconfigure(config_);
+  // Every process set's executor, as each set's own takes these settings when it is made. The
+  // hierarchical setting only when tuned: until then each set uses rank 0's, not this rank's.
+  for (auto& [id, set] : executors_) {
+    set->executor.SetChunkBytes(config_.chunk_bytes);
+    if (hierarchical_tuned) set->executor.SetHierarchicalAllreduce(config_.hierarchical_allreduce);
+  }
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  published_config_ = config_;
+  autotune_finished_ |= retune.final;
+}
+
+Config Runtime::Settings() {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return published_config_;
+}
+
+bool Runtime::AutotuneFinished() {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return autotune_finished_;
 }
 
 // Every rank runs this in the same response order, so the splits below pair up.

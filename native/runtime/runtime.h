@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "core/and_allreduce.h"
+#include "core/autotune_log.h"
+#include "core/autotuner.h"
 #include "core/backoff.h"
 #include "core/executor.h"
 #include "core/negotiator.h"
@@ -77,11 +79,16 @@ class Runtime {
   NegotiationStats Stats();
   // Whether to measure the CPU time of negotiation work. Thread-safe.
   void TimeNegotiation(bool on) { timing_ = on; }
+  // The settings in force now, the same on every rank (autotuning changes some), and whether
+  // autotuning has ended with its final choice. Thread-safe.
+  Config Settings();
+  bool AutotuneFinished();
 
  private:
   void ThreadMain(MPI_Comm comm);
   void Setup(MPI_Comm comm);
   void CheckSettingsAgree();
+  void StartAutotuning();
   void ChangeProcessSets(const Response& response);
 
   bool TakeQueued();
@@ -103,8 +110,12 @@ class Runtime {
   void ReapSends(bool block);
   void Idle(Backoff& backoff);
   void PublishStats();
+  // Rank 0, autotuning: feeds the autotuner the allreduced tensors, proposes what it chooses.
+  void Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock::time_point start);
+  // Every rank: switches to the settings of a slow phase's list before running its responses.
+  void Apply(const Retune& retune);
 
-  const Config config_;
+  Config config_;  // changed by autotuning only, on every rank at the same point
   Topology topology_;
   std::thread thread_;
   std::string setup_error_;  // why Setup failed, for the constructor to throw
@@ -121,9 +132,12 @@ class Runtime {
   bool accepting_ = true;
   std::string shutdown_reason_;
 
-  // Statistics, copied out after every round under stats_mutex_.
+  // Statistics, copied out after every round, and the settings, after each change, under
+  // stats_mutex_.
   std::mutex stats_mutex_;
   NegotiationStats published_;
+  Config published_config_;
+  bool autotune_finished_ = false;
   std::atomic<bool> timing_{false};
 
   // The background thread's own.
@@ -135,6 +149,8 @@ class Runtime {
   std::unique_ptr<AndAllreduce> agreement_;
   Timeline timeline_;    // written on rank 0 only
   PhaseLog phase_log_;   // the executor's phases of the collective that ran last, for timeline_
+  std::unique_ptr<Autotuner> autotuner_;      // rank 0 only, with autotune on
+  std::unique_ptr<AutotuneLog> autotune_log_;  // rank 0 only, with autotune_log set
   std::unordered_map<std::string, Operation> submitted_;
   std::vector<Operation> taken_;  // queue_'s operations, swapped out
   struct Outgoing {

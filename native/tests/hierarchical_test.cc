@@ -5,7 +5,8 @@
 // on the flat ring. Results must equal a reference folded element by element from every rank's
 // input (exactly for integers and for floats whose sums are exact; within rounding otherwise),
 // be bit-identical on every rank, and match the flat ring's bits where the sums are exact. A
-// counting transport checks which path ran and how many bytes crossed between hosts.
+// counting transport checks which path ran and how many bytes crossed between hosts. Chunk size
+// and path changed between collectives, as autotuning does, take effect and keep the bits.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -80,8 +81,12 @@ struct Job {
 
 using Outputs = std::vector<std::map<std::string, std::vector<char>>>;  // [rank][name]
 
+// Changes an executor's settings before the response of the given index runs, as autotuning does.
+using Retuning = std::function<void(Executor&, size_t response)>;
+
 // Runs `job` on `layout` with the setting `mode`; fills `traffic` when given.
-Outputs RunOnHosts(const Layout& layout, const Job& job, int64_t mode, Traffic* traffic = nullptr) {
+Outputs RunOnHosts(const Layout& layout, const Job& job, int64_t mode, Traffic* traffic = nullptr,
+                   const Retuning& retune = nullptr) {
   const int n = layout.size();
   InProcessWorld flat_world(n);
   std::vector<std::unique_ptr<InProcessWorld>> host_worlds, across_worlds;
@@ -100,7 +105,10 @@ Outputs RunOnHosts(const Layout& layout, const Job& job, int64_t mode, Traffic* 
       CountingTransport on_host(host_inner, [](int) { return false; });
       CountingTransport across(across_inner, [](int) { return true; });
       Executor executor(flat, kChunk, HostTransports{&on_host, &across}, mode);
-      for (const Response& response : job.responses) {
+      CHECK(executor.HierarchicalIsAChoice() == (layout.hosts > 1 && layout.per_host > 1), << layout.Name());
+      for (size_t k = 0; k < job.responses.size(); ++k) {
+        const Response& response = job.responses[k];
+        if (retune) retune(executor, k);
         std::vector<std::unique_ptr<StandIn>> stand_ins;
         std::vector<Operation> mine(response.names.size());
         std::vector<Operation*> ops;
@@ -318,6 +326,34 @@ void CheckPathAndCrossHostBytes(const Layout& layout) {
   }
 }
 
+// Autotuning changes the chunk size and the path between collectives: each change takes effect
+// in the next one (fewer messages with a larger chunk, the flat ring once switched off), and the
+// results stay those of the reference, the same bits as without any change.
+void CheckRetunedBetweenCollectives(const Layout& layout) {
+  const int n = layout.size();
+  const Job job = MakeJob<int64_t>(DataType::INT64, ReduceOp::SUM, 1.0, 1.0, n, true);
+  const Outputs plain = RunOnHosts(layout, job, 1);
+  const Retuning switching = [](Executor& executor, size_t k) {
+    executor.SetChunkBytes(k == 0 ? 4096 : 8);
+    executor.SetHierarchicalAllreduce(k == 0 ? 0 : 1);
+  };
+  const Outputs retuned = RunOnHosts(layout, job, 1, nullptr, switching);
+  CheckAgainstReference<int64_t>(layout, job, retuned, 0, layout.Name() + " retuned");
+  CHECK(retuned == plain, << layout.Name() + ": retuning changed the bits");
+
+  Job solo = job;
+  solo.responses.erase(solo.responses.begin());  // the 601-element tensor alone
+  Traffic small_chunks, large_chunks, switched_off;
+  RunOnHosts(layout, solo, 1, &small_chunks);
+  RunOnHosts(layout, solo, 1, &large_chunks, [](Executor& e, size_t) { e.SetChunkBytes(1 << 20); });
+  RunOnHosts(layout, solo, 1, &switched_off, [](Executor& e, size_t) { e.SetHierarchicalAllreduce(0); });
+  const std::string what = layout.Name() + ": ";
+  CHECK(large_chunks.host_sends + large_chunks.across_sends < small_chunks.host_sends + small_chunks.across_sends,
+        << what << "the chunk size did not reach the hierarchical rings");
+  CHECK(small_chunks.flat_sends == 0 && switched_off.flat_sends > 0 && switched_off.across_sends == 0,
+        << what << "switching the hierarchical path off did not take effect");
+}
+
 }  // namespace
 
 void RunHierarchicalTests() {
@@ -326,5 +362,6 @@ void RunHierarchicalTests() {
     CheckEveryOp(layout);
     CheckJoinedRank(layout);
     CheckPathAndCrossHostBytes(layout);
+    CheckRetunedBetweenCollectives(layout);
   }
 }

@@ -13,6 +13,7 @@ void RunSettingsTests();
 void RunHierarchicalTests();
 void RunResponseCacheTests();
 void RunNegotiatorTests();
+void RunAutotunerTests();
 void RunAndAllreduceTests();
 void RunTimelineTests();
 
@@ -22,6 +23,7 @@ int main() {
   RunCoordinatorTests();
   RunResponseCacheTests();
   RunNegotiatorTests();
+  RunAutotunerTests();
   RunAndAllreduceTests();
   RunSettingsTests();
   RunValidationTests();

@@ -55,6 +55,11 @@ void RunMessageTests() {
         back_e.error_code == StatusCode::MISMATCH && back_e.first_dims == e.first_dims &&
         back_e.split_matrix == e.split_matrix && back_e.last_joined_rank == 1 && back_e.new_set_id == 3 &&
         back_e.new_set_ranks == e.new_set_ranks && back_e.removed_set == 2);
+  CHECK(!rb.retune);
+
+  responses.retune = Retune{{{"fusion_threshold", "4194304"}, {"cycle_time_ms", "0.5"}}, true};
+  rb = DecodeResponseList(Encode(responses));
+  CHECK(rb.responses.size() == 1 && rb.retune && rb.retune->final && rb.retune->settings == responses.retune->settings);
 
   std::string truncated = Encode(requests);
   truncated.resize(truncated.size() - 3);

@@ -1,5 +1,6 @@
 // Settings are set by name from text, as the C API's start receives them, and bad names and
 // values are refused with a reason.
+#include <stdexcept>
 #include <string>
 
 #include "check.h"
@@ -31,4 +32,18 @@ void RunSettingsTests() {
   CHECK(SetSetting(&config, "stall_shutdown_time_seconds", "") ==
         "mpirep setting stall_shutdown_time_seconds: cannot read '' as float");
   CHECK(SetSetting(&config, "fusion_thresold", "1") == "unknown mpirep setting 'fusion_thresold'");
+
+  // GetSetting's text reads back to the same value.
+  for (const char* text : {"0.1", "2.5", "1e-07", "0"}) {
+    Config c;
+    CHECK(SetSetting(&c, "cycle_time_ms", text).empty() && GetSetting(c, "cycle_time_ms") == text, << GetSetting(c, "cycle_time_ms"));
+  }
+  CHECK(GetSetting(defaults, "chunk_bytes") == "1048576" && GetSetting(config, "timeline") == "/tmp/trace 1.json");
+  bool refused = false;
+  try {
+    GetSetting(config, "chunk");
+  } catch (const std::invalid_argument& e) {
+    refused = std::string(e.what()) == "unknown mpirep setting 'chunk'";
+  }
+  CHECK(refused);
 }

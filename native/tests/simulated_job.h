@@ -26,7 +26,7 @@ class SimulatedJob {
  public:
   using Clock = mpirep::Negotiator::Clock;
 
-  SimulatedJob(int size, const mpirep::Config& config) : size_(size), ran_(size) {
+  SimulatedJob(int size, const mpirep::Config& config) : size_(size), ran_(size), config_(config) {
     for (int r = 0; r < size; ++r) ranks_.push_back(std::make_unique<mpirep::Negotiator>(r, size, config));
     sets_[0] = {};
     for (int r = 0; r < size; ++r) sets_[0].insert(r);
@@ -36,6 +36,9 @@ class SimulatedJob {
   mpirep::Negotiator& rank(int r) { return *ranks_[r]; }
   const std::vector<Ran>& ran(int r) const { return ran_[r]; }
   const std::vector<std::string>& reports() const { return reports_; }
+  // The settings every rank uses now, and the number of Retunes applied so far.
+  const mpirep::Config& config() const { return config_; }
+  int retunes() const { return retunes_; }
   Clock::time_point now = Clock::now();
 
   // A request as rank `r` makes it: allreduce of float32 of `shape` unless changed.
@@ -78,6 +81,11 @@ class SimulatedJob {
     }
     for (int sender : ranks_[0]->Senders()) ranks_[0]->Receive(sender, lists.at(sender), now);
     const mpirep::ResponseList list = ranks_[0]->Decide(now);
+    if (list.retune) {  // as the runtime does: every rank switches before running the list
+      for (const auto& [name, value] : list.retune->settings) mpirep::SetSetting(&config_, name, value);
+      for (auto& n : ranks_) n->Reconfigure(config_);
+      ++retunes_;
+    }
     for (const mpirep::Response& response : list.responses) {
       for (int r = 0; r < size_; ++r) {
         ranks_[r]->Ran(response);
@@ -124,6 +132,8 @@ class SimulatedJob {
   std::vector<std::string> reports_;
   std::map<int32_t, std::set<int>> sets_;
   std::map<int, std::set<std::string>> outstanding_;
+  mpirep::Config config_;
+  int retunes_ = 0;
 };
 
 }  // namespace mpirep_test

@@ -107,10 +107,22 @@ def test_switch_flags_take_no_value(mpi, capsys):
     assert "ignoring" not in capsys.readouterr().err  # no longer one of horovodrun's ignored flags
 
 
+def test_autotune_flags(mpi, capsys):
+    rc = cli.main(["--dry-run", "-np", "2", "--autotune", "--autotune-log-file", "/tmp/at.csv",
+                   "--autotune-warmup-samples", "1", "--autotune-steps-per-sample", "4", "t"], BASE_ENV)
+    out, err = capsys.readouterr()
+    assert rc == 0 and "ignoring" not in err
+    assert shlex.split(out)[:4] == ["MPIREP_AUTOTUNE=1", "MPIREP_AUTOTUNE_LOG=/tmp/at.csv",
+                                    "MPIREP_AUTOTUNE_WARMUP_SAMPLES=1", "MPIREP_AUTOTUNE_STEPS_PER_SAMPLE=4"]
+    assert "MPIREP_AUTOTUNE" not in " ".join(dry_run(capsys, "-np", "2", "t"))
+
+
 def test_ignored_horovodrun_flags_warn(mpi, capsys):
-    cli.main(["--dry-run", "--autotune", "--log-level", "INFO", "-np", "1", "t"], BASE_ENV)
+    cli.main(["--dry-run", "--hierarchical-allgather", "--log-level", "INFO",
+              "--autotune-bayes-opt-max-samples", "20", "-np", "1", "t"], BASE_ENV)
     err = capsys.readouterr().err
-    assert "ignoring horovodrun's --autotune" in err and "ignoring horovodrun's --log-level" in err
+    for flag in ("--hierarchical-allgather", "--log-level", "--autotune-bayes-opt-max-samples"):
+        assert f"ignoring horovodrun's {flag}" in err
 
 
 def test_mpich_gets_genv(mpi, capsys):
