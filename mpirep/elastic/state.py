@@ -55,11 +55,11 @@ class State:
                              pickle.dumps(objects))
 
     def restore(self):
-        """Goes back to the last commit, undoing what changed since."""
+        """Goes back to the last commit (or sync), undoing what changed since."""
         snapshot = self.commit_log.newest()
         if snapshot is None:
-            raise MpirepError("there is no commit to restore: commit() first (run() commits "
-                              "the state when it starts)")
+            raise MpirepError("there is no commit to restore: commit() or sync() first (run() "
+                              "commits the state when it starts)")
         self.load_from(snapshot)
 
     def sync(self):
@@ -116,7 +116,10 @@ class ObjectState(State):
         self._set_attributes(objects)
 
     def sync(self):
+        """Gives every rank rank 0's values, and keeps them as the state ``restore`` goes back
+        to until the next commit, as Horovod's states do."""
         self._set_attributes(broadcast_object(self._attributes(), 0, name="elastic.attributes"))
+        self.save()
 
     def _attributes(self):
         return {name: getattr(self, name) for name in self._attribute_names}

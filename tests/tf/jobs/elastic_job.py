@@ -61,9 +61,18 @@ def sync_gives_every_rank_rank_0s_values():
     generator = tf.Variable(np.array([R, 7], np.uint32))   # a dtype the core cannot reduce
     state = hvd.elastic.TensorFlowState(model.variables + [generator], step=R)
     state.sync()
-    for value in values(state.variables):
+    synced = values(state.variables)
+    for value in synced:
         same_on_every_rank(hvd, value)
     assert state.step == 0 and generator.numpy().tolist() == [0, 7]
+    # as in Horovod, a sync is also what restore goes back to until the next commit
+    for variable in state.variables:
+        variable.assign(tf.zeros_like(variable) + 1)
+    state.step = 5
+    state.restore()
+    for a, b in zip(synced, values(state.variables)):
+        assert a.tobytes() == b.tobytes()
+    assert state.step == 0
 
 
 @check
