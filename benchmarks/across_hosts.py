@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from doc_section import replace_section
 from plot import plot_across_hosts
 from units import human_bytes
 
@@ -123,14 +124,7 @@ def section(results, rounds, load):
 
 def write_section(lines):
     """Replaces the Across hosts section of docs/benchmarks.md, or appends one."""
-    old = DOC.read_text()
-    start = old.find(SECTION + "\n")
-    if start < 0:
-        DOC.write_text(old.rstrip("\n") + "\n\n" + "\n".join(lines))
-        return
-    end = old.find("\n## ", start + len(SECTION))
-    rest = old[end + 1:] if end >= 0 else ""
-    DOC.write_text(old[:start] + "\n".join(lines) + ("\n" + rest if rest else ""))
+    DOC.write_text(replace_section(DOC.read_text(), SECTION, "\n".join(lines)))
 
 
 def main():

@@ -7,6 +7,7 @@ docs/benchmarks-cost-model.png. The section is replaced in place; the rest of th
 import argparse
 
 from check import check_lines, conditions, fitted_lines
+from doc_section import replace_section
 from draw import DOCS, PNG, draw
 from fit import DEFAULT_FUSION_THRESHOLD, INTRA_FIT, add_file_arguments, fit_files, fit_quiet_files
 from scale_table import allreduce_table, efficiency_table, published_table
@@ -153,16 +154,6 @@ def section(measured, quiet):
     return "\n".join(out)
 
 
-def replace_section(doc, new):
-    if HEADING not in doc:
-        return doc.rstrip("\n") + "\n\n" + new
-    start = doc.index(HEADING)
-    rest = doc[start + len(HEADING):]
-    end = rest.find("\n## ")
-    tail = "" if end < 0 else rest[end + 1:]
-    return doc[:start] + new + ("\n" + tail if tail else "")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_file_arguments(parser)
@@ -170,7 +161,7 @@ def main():
     measured = fit_files(args)
     quiet = fit_quiet_files(args)
     path = DOCS / "benchmarks.md"
-    path.write_text(replace_section(path.read_text(), section(measured, quiet)))
+    path.write_text(replace_section(path.read_text(), HEADING, section(measured, quiet)))
     draw(measured, quiet.fitted, DOCS / PNG)
     print(f"wrote {path} and {DOCS / PNG}")
 
