@@ -17,6 +17,8 @@ class GradientReducer:
     submitted together once all its gradients exist. On the numpy bridge, whose calls hold a
     thread while they wait, the default is one call for every gradient instead.
 
+    On a set of one rank the gradients come back as they are (``_has_one_rank``).
+
     As in Horovod, the gradients of local sources (variables a rank keeps to itself, such as a
     model-parallel layer's) are not reduced but divided by the set's size when
     ``scale_local_gradients``, and a rank outside the process set gets its gradients back
@@ -45,6 +47,8 @@ class GradientReducer:
     def __call__(self, grads, variables=None, local_sources=None):
         """``local_sources``: a VariableSet of the variables whose gradients stay local."""
         grads = list(grads)
+        if _has_one_rank(self.process_set):
+            return grads
         if self.sparse_as_dense:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in grads]
@@ -91,6 +95,22 @@ class GradientReducer:
         if _bridge.bridge().holds_a_thread_while_waiting:
             return [dense] if dense else []
         return [[i] for i in dense]
+
+
+def _has_one_rank(process_set):
+    """Whether ``process_set`` (registered) has a single rank. Every reduction over one rank is
+    the identity, so its gradients come back as they are: no collective, no compression round
+    trip, no scaling, no densifying; the step is the plain TensorFlow step.
+
+    Decided in Python, when a step is traced, not by a condition on the size at run time
+    (Horovod's way in its elastic mode), because mpirep's job keeps its size under a traced
+    step: an elastic job grows or shrinks by starting new processes (docs/elastic.md), which
+    trace their steps afresh. Only ``mpirep.shutdown()`` then ``init()`` on a communicator of
+    another size changes it in a process, and steps traced before then are stale anyway: set
+    membership and the scaling of local gradients are decided at trace time too. A tf.cond
+    around each collective would also end the overlap of jobs with more ranks: TensorFlow
+    chains the cond ops in program order, out of reach of _graph_order.py's exemption."""
+    return process_set.process_set_id is not None and process_set.size() == 1
 
 
 def _divided(grad, divisor):

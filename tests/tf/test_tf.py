@@ -109,6 +109,13 @@ def test_training(ranks, keras):
     assert_passed(mpirun(ranks, [JOBS / "training_job.py"], 300, env=keras_env(keras)), ranks)
 
 
+@pytest.mark.parametrize("ranks,keras", keras_cases([(1, "keras3"), (1, "tf_keras"),
+                                                     (2, "keras3"), (3, "tf_keras")]))
+def test_one_rank_reduces_no_gradient(ranks, keras):
+    env = {**keras_env(keras), "MPIREP_TF_BRIDGE": "native"}  # the graphs hold its op
+    assert_passed(mpirun(ranks, [JOBS / "one_rank_job.py"], TIMEOUT_S, env=env), ranks)
+
+
 @pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (3, "tf_keras")]))
 def test_local_variables_accumulation_and_tf1_optimizers(ranks, keras):
     assert_passed(mpirun(ranks, [JOBS / "local_variables_job.py"], 300, env=keras_env(keras)), ranks)
