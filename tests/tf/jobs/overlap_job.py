@@ -139,6 +139,9 @@ def collectives_of_a_traced_step_are_not_chained():
         graph = step.get_concrete_function(x, y).graph
         # in variable order, which is the order the reducer issues them in
         collectives = [op for op in graph.get_operations() if op.type == "MpirepCollective"]
+        if N == 1:  # one rank has nothing to reduce, so the step holds no collective
+            assert not collectives, collectives
+            continue
         assert len(collectives) == len(model.trainable_variables), collectives
         group = len(collectives) // num_groups if num_groups else 1
         outputs = set(graph.control_outputs)
