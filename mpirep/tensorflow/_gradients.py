@@ -106,8 +106,8 @@ def _has_one_rank(process_set):
     (Horovod's way in its elastic mode), because mpirep's job keeps its size under a traced
     step: an elastic job grows or shrinks by starting new processes (docs/elastic.md), which
     trace their steps afresh. Only ``mpirep.shutdown()`` then ``init()`` on a communicator of
-    another size changes it in a process, and steps traced before then are stale anyway: set
-    membership and the scaling of local gradients are decided at trace time too. A tf.cond
+    another size changes it in a process, and steps traced before then must be traced again,
+    as set membership and the scaling of local gradients are decided at trace time too. A tf.cond
     around each collective would also end the overlap of jobs with more ranks: TensorFlow
     chains the cond ops in program order, out of reach of _graph_order.py's exemption."""
     return process_set.process_set_id is not None and process_set.size() == 1
