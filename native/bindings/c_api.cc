@@ -72,10 +72,7 @@ int ProcessSetRanks(int id, int* out, int capacity) {
   return static_cast<int>(ranks.size());
 }
 
-int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done_fn done, void* user, char* error,
-            size_t error_size) {
-  std::shared_ptr<Runtime> runtime = CurrentRuntime();
-  if (!runtime) return NotInitialized(error, error_size);
+Operation FromDesc(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done_fn done, void* user) {
   Operation op;
   Request& r = op.request;
   r.collective = static_cast<Collective>(desc->collective);
@@ -102,9 +99,27 @@ int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done
                             result.last_joined_rank, result.new_process_set};
     done(user, &out);
   };
-  const Status status = runtime->Enqueue(std::move(op));
+  return op;
+}
+
+int Enqueue(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done_fn done, void* user, char* error,
+            size_t error_size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return NotInitialized(error, error_size);
+  const Status status = runtime->Enqueue(FromDesc(desc, allocate, done, user));
   return status.ok() ? static_cast<int>(StatusCode::OK) : Report(status.code, status.message, error, error_size);
 }
+
+int EnqueueAndWait(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpirep_done_fn done, void* user,
+                   mpirep_finished_fn finished, mpirep_pause_fn pause, void* wait_user, char* error,
+                   size_t error_size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return NotInitialized(error, error_size);
+  const Status status = runtime->RunOnCaller(
+      FromDesc(desc, allocate, done, user), [=] { return finished(wait_user) != 0; }, [=] { pause(wait_user); });
+  return status.ok() ? static_cast<int>(StatusCode::OK) : Report(status.code, status.message, error, error_size);
+}
+
 
 int GetNegotiationStats(mpirep_negotiation_stats* out) {
   std::shared_ptr<Runtime> runtime = CurrentRuntime();
@@ -161,7 +176,7 @@ void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capac
 const mpirep_api kApi = {MPIREP_API_VERSION, Start,           Shutdown,        IsInitialized,
                          GetTopology,        ProcessSetRanks, Enqueue,         GetOutputBuffer,
                          PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, StartTimeline,
-                         StopTimeline,       CurrentSetting,  AutotuneFinished};
+                         StopTimeline,       CurrentSetting,  AutotuneFinished, EnqueueAndWait};
 
 }  // namespace
 }  // namespace mpirep

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 8
+#define MPIREP_API_VERSION 9
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -74,8 +74,13 @@ typedef struct mpirep_negotiation_stats {
 /* Called on the background thread when the output shape is known: memory for the whole output,
  * or NULL. */
 typedef void* (*mpirep_allocate_fn)(void* user, int ndim, const int64_t* shape);
-/* Called exactly once on the background thread when an enqueued operation ends. */
+/* Called exactly once when an enqueued operation ends, on the thread that runs the core's
+ * rounds: the background thread, or a thread waiting in enqueue_and_wait. */
 typedef void (*mpirep_done_fn)(void* user, const mpirep_result* result);
+/* For enqueue_and_wait: whether what the caller waits for has ended (nonzero), and a short wait
+ * (tens of microseconds, say on a condition variable that `done` signals). */
+typedef int (*mpirep_finished_fn)(void* user);
+typedef void (*mpirep_pause_fn)(void* user);
 
 typedef struct mpirep_api {
   int version;
@@ -120,6 +125,14 @@ typedef struct mpirep_api {
   int (*current_setting)(const char* name, char* value, size_t size);
   /* 1 once autotuning has ended and every rank uses its final choice, else 0. */
   int (*autotune_finished)(void);
+  /* For a thread that has nothing to do until its operation ends: enqueues `op` as enqueue does
+   * (returning at once if that fails), then waits until finished(wait_user), running the core's
+   * rounds itself meanwhile (no hand-off to the background thread and back), or calling
+   * pause(wait_user) while another thread runs them. `done` callbacks of any operation may run on
+   * the calling thread. */
+  int (*enqueue_and_wait)(const mpirep_op_desc* op, mpirep_allocate_fn allocate, mpirep_done_fn done,
+                          void* user, mpirep_finished_fn finished, mpirep_pause_fn pause, void* wait_user,
+                          char* error, size_t error_size);
 } mpirep_api;
 
 const mpirep_api* mpirep_get_api(void);

@@ -61,8 +61,8 @@ void* AllocateOutput(void* user, int ndim, const int64_t* shape) {
   return c->output;
 }
 
-// The background thread holds a reference of its own until `done`, so a Handle dropped early
-// cannot free what the core still writes to.
+// The core holds a reference of its own until `done`, so a Handle dropped early cannot free what
+// the core still writes to.
 void Done(void* user, const mpirep_result* result) {
   auto* holder = static_cast<std::shared_ptr<Completion>*>(user);
   std::shared_ptr<Completion> c = *holder;
@@ -79,9 +79,20 @@ void Done(void* user, const mpirep_result* result) {
   c->cv.notify_all();
 }
 
-// A waiter polls this long (yielding the CPU between polls) before it blocks: a collective whose
-// ranks are in step ends within it, and waking a blocked thread costs tens of microseconds.
+// A waiter for an async operation polls this long (yielding the CPU between polls) before it
+// blocks: a collective whose ranks are in step ends within it, and waking a blocked thread
+// costs tens of microseconds.
 constexpr auto kSpinBeforeBlocking = std::chrono::microseconds(50);
+
+int Finished(void* user) { return static_cast<Completion*>(user)->done.load(std::memory_order_acquire); }
+
+// While another thread runs the core's rounds, a blocking submitter waits this way; `done` ends
+// the wait early.
+void Pause(void* user) {
+  Completion* c = static_cast<Completion*>(user);
+  std::unique_lock<std::mutex> lock(c->mutex);
+  c->cv.wait_for(lock, std::chrono::microseconds(50), [c] { return c->done.load(std::memory_order_acquire); });
+}
 
 // The inputs of operations whose Handle was dropped before they ended, kept alive until they
 // end (the core reads them in place). Touched with the GIL held only; never destroyed, since
@@ -151,11 +162,12 @@ std::vector<int64_t> Int64s(const py::object& sequence) {
 }
 
 // `input`: a C-contiguous array, whose dtype has the core's code `dtype`. `splits` and
-// `new_set_ranks`: sequences of integers, or None.
+// `new_set_ranks`: sequences of integers, or None. `blocking`: the caller waits for the result at
+// once, so this thread runs the core's rounds until the operation ends (c_api.h, enqueue_and_wait).
 Handle Submit(int collective, const std::string& name, int dtype, py::array input, int reduce_op,
               int root_rank, double prescale, double postscale, const py::object& splits_or_none,
               int process_set, int group_size, const py::object& new_set_ranks_or_none, int removed_set,
-              const std::string& group) {
+              const std::string& group, bool blocking) {
   ReleaseFinishedOrphans();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
@@ -183,7 +195,14 @@ Handle Submit(int collective, const std::string& name, int dtype, py::array inpu
   desc.group = group.c_str();
   auto* holder = new std::shared_ptr<Completion>(completion);
   char error[1024];
-  const int status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
+  int status;
+  if (blocking) {
+    py::gil_scoped_release release;
+    status = Api().enqueue_and_wait(&desc, AllocateOutput, Done, holder, Finished, Pause, completion.get(), error,
+                                    sizeof error);
+  } else {
+    status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
+  }
   if (status != static_cast<int>(StatusCode::OK)) {
     delete holder;
     Raise(status, error);
@@ -348,5 +367,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
         py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
-        py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"));
+        py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"), py::arg("blocking"));
 }

@@ -23,6 +23,11 @@ class Backoff {
   int64_t NextWaitMicros();
   // Call after progress: the next wait starts a new spin window.
   void Reset() { spinning_since_.reset(); sleep_us_ = kFirstSleepMicros; }
+  // The next wait starts sleeping at once, as if the spin window had passed.
+  void SkipSpin() {
+    spinning_since_.set = true;
+    spinning_since_.at = Clock::now() - spin_;
+  }
 
  private:
   static constexpr int64_t kFirstSleepMicros = 20;

@@ -24,13 +24,15 @@ Shape WithFirstDim(const Shape& shape, int64_t first) {
 
 }  // namespace
 
-Executor::Executor(Transport& transport, int64_t chunk_bytes,
+Executor::Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allreduce_bytes,
                    std::optional<HostTransports> hosts, int64_t hierarchical_allreduce)
     : transport_(transport),
       rank_(transport.rank()),
       size_(transport.size()),
       chunk_bytes_(static_cast<size_t>(std::clamp<int64_t>(chunk_bytes, 1, kMaxMessageBytes))),
       ring_(transport, chunk_bytes_),
+      doubling_(transport),
+      small_allreduce_bytes_(std::min<int64_t>(small_allreduce_bytes, kMaxMessageBytes)),
       hierarchical_allreduce_(hierarchical_allreduce) {
   if (hosts) hierarchical_ = std::make_unique<HierarchicalAllreduce>(*hosts, chunk_bytes_);
 }
@@ -50,6 +52,9 @@ void Executor::ReduceBuffer(const void* in, void* out, int64_t count, DataType d
   if (Hierarchical()) {
     BeginPhase("HIERARCHICAL_ALLREDUCE");
     hierarchical_->Allreduce(in, out, count, dtype, op, epilogue);
+  } else if (size_ > 2 && count * static_cast<int64_t>(ElementSize(dtype)) <= small_allreduce_bytes_) {
+    BeginPhase("DOUBLING_ALLREDUCE");
+    doubling_.Allreduce(in, out, count, dtype, op, epilogue);
   } else {
     BeginPhase("RING_ALLREDUCE");
     ring_.Allreduce(in, out, count, dtype, op, epilogue);

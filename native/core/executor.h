@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "doubling.h"
 #include "hierarchical.h"
 #include "operation.h"
 #include "phase_log.h"
@@ -17,10 +18,12 @@ namespace mpirep {
 
 class Executor {
  public:
-  // `chunk_bytes`: the unit of pipelining of the ring and of broadcast. `hosts`: the same
-  // ranks grouped by host, given only where every host has as many of them as the others.
+  // `chunk_bytes`: the unit of pipelining of the ring and of broadcast. `small_allreduce_bytes`:
+  // the largest allreduce reduced by recursive doubling rather than the flat ring, at three
+  // ranks or more. `hosts`: the
+  // same ranks grouped by host, given only where every host has as many of them as the others.
   // `hierarchical_allreduce`: the setting of that name (negative: auto, 0: off, positive: on).
-  Executor(Transport& transport, int64_t chunk_bytes,
+  Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allreduce_bytes,
            std::optional<HostTransports> hosts = std::nullopt, int64_t hierarchical_allreduce = -1);
 
   // Runs `response` (kind EXECUTE) over `ops`, the local operations it names, in its order.
@@ -52,8 +55,11 @@ class Executor {
   // The output buffer for `op`; where the adapter cannot provide one the collective still runs
   // (other ranks depend on it) into scratch memory, and the op fails afterwards.
   void* Output(Operation& op, const Shape& shape, Status* status);
-  // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or the flat ring;
-  // decided per collective from the setting, the same way on every rank.
+  // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or over the flat
+  // transport: the ring, or doubling for small buffers at three ranks or more (at two the ring
+  // already sends each half once each way; doubling would save one message's latency but
+  // reduce the whole buffer on both ranks, and measured no faster). Decided per collective from
+  // the settings, the same way on every rank.
   bool Hierarchical() const;
   void ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                     const Ring::Epilogue& epilogue);
@@ -66,6 +72,8 @@ class Executor {
   const int size_;
   size_t chunk_bytes_;
   Ring ring_;
+  DoublingAllreduce doubling_;
+  int64_t small_allreduce_bytes_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // null: no host grouping
   int64_t hierarchical_allreduce_;
   std::vector<char> fusion_buffer_;  // reused by every fused allreduce; grows, never shrinks

@@ -46,7 +46,7 @@ ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config)
     : data(comm),
       transport(comm),
       hosts(comm),
-      executor(transport, config.chunk_bytes, hosts.transports(),
+      executor(transport, config.chunk_bytes, config.small_allreduce_bytes, hosts.transports(),
                RankZerosValue(comm, config.hierarchical_allreduce)) {
   if (config.hierarchical_allreduce > 0 && !hosts.transports() && transport.rank() == 0) {
     std::fprintf(stderr,

@@ -1,8 +1,10 @@
 // Thread model
 // ------------
-// Framework threads never call MPI and never block inside the core: Enqueue checks a request,
-// puts it on queue_ and wakes the background thread. That thread is the only caller of MPI.
-// It negotiates in rounds that every rank takes in lock-step (core/negotiator.h):
+// Framework threads never block inside the core: Enqueue checks a request, puts it on queue_
+// and wakes the background thread. That thread runs the rounds loop, and with it every MPI call
+// of the core, except while a caller that waits for its own operation runs the loop instead
+// (RunOnCaller); one thread at a time holds rounds_mutex_ and runs it. Rounds are taken by
+// every rank in lock-step (core/negotiator.h):
 //   1. take everything queued: remember it in submitted_, hand its request to the Negotiator;
 //   2. contribute this rank's words to the round: the AND of every rank's few bits per
 //      cached tensor on the control communicator, waited for politely;
@@ -33,6 +35,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "core/stand_in.h"
@@ -156,6 +159,7 @@ void Runtime::Setup(MPI_Comm comm) {
 void Runtime::CheckSettingsAgree() {
   const std::pair<const char*, int64_t> settings[] = {{"cache_capacity", config_.cache_capacity},
                                                       {"fusion_threshold", config_.fusion_threshold},
+                                                      {"small_allreduce_bytes", config_.small_allreduce_bytes},
                                                       {"chunk_bytes", config_.chunk_bytes}};
   constexpr int n = sizeof settings / sizeof settings[0];
   int64_t bounds[2 * n];  // each setting's maximum, then minus its minimum
@@ -210,34 +214,20 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     running_ = true;
   }
   started_.notify_all();
-  stopped_ = !setup_error_.empty();
   try {
     Backoff backoff = NegotiationBackoff();
-    while (!stopped_) {
-      timeline_.BeginRound();
-      bool progressed = TakeQueued();
-      const bool idle_round_due = topology_.size > 1 &&
-                                  std::chrono::steady_clock::now() - last_round_ >= kIdleRoundInterval;
-      if (progressed || negotiator_->Busy() || idle_round_due) progressed |= RunRound();
-      ReapSends(false);
-      AbortIfFailedLongAgo();
-      timeline_.EndRound(progressed);
-      if (progressed) {
-        backoff.Reset();
-      } else if (negotiator_->Busy()) {
-        // rounds that change nothing (ranks waiting for a peer's tensor) come politely
-        const int64_t micros = backoff.NextWaitMicros();
-        if (micros > 0) Nap(micros);
-      } else {
-        Idle(backoff);
-      }
+    while (true) {
+      StandAsideForCallers(&backoff);
+      std::unique_lock<std::mutex> rounds(rounds_mutex_);
+      if (stopped_) break;
+      const std::optional<Clock::time_point> until = Turn(backoff);
+      rounds.unlock();
+      if (until) Sleep(*until);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "[mpirep] rank %d: fatal error in the background thread: %s\n",
-                 topology_.rank, e.what());
-    timeline_.Stop();
-    MPI_Abort(data_, 1);
+    Fatal(e);
   }
+  std::lock_guard<std::mutex> rounds(rounds_mutex_);  // callers may still look at stopped_
   timeline_.Stop();
   for (auto& [name, op] : submitted_) {
     op.done(Status::Error(StatusCode::SHUT_DOWN, "mpirep was shut down before '" + name + "' ran"), {});
@@ -254,7 +244,90 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   MPI_Comm_free(&data_);
 }
 
-Status Runtime::Enqueue(Operation op) {
+// One pass of the rounds loop, by whichever thread holds rounds_mutex_. Returns when to look
+// again: at once (nullopt), after a nap (ranks waiting for a peer's tensor), or, when idle, once
+// the next idle round is due; an enqueue cuts any wait short.
+std::optional<Runtime::Clock::time_point> Runtime::Turn(Backoff& backoff) {
+  timeline_.BeginRound();
+  bool progressed = TakeQueued();
+  const bool idle_round_due = topology_.size > 1 && Clock::now() - last_round_ >= kIdleRoundInterval;
+  if (progressed || negotiator_->Busy() || idle_round_due) progressed |= RunRound();
+  ReapSends(false);
+  AbortIfFailedLongAgo();
+  timeline_.EndRound(progressed);
+  if (progressed) {
+    backoff.Reset();
+    return std::nullopt;
+  }
+  const int64_t micros = backoff.NextWaitMicros();  // yields while in its spin window
+  if (micros == 0) return std::nullopt;
+  if (negotiator_->Busy()) return Clock::now() + std::chrono::microseconds(micros);
+  return topology_.size == 1 ? Clock::time_point::max() : last_round_ + kIdleRoundInterval;
+}
+
+void Runtime::Fatal(const std::exception& e) {
+  std::fprintf(stderr, "[mpirep] rank %d: fatal error in the core's rounds: %s\n", topology_.rank,
+               e.what());
+  timeline_.Stop();
+  MPI_Abort(data_, 1);
+  std::abort();
+}
+
+// A thread that would otherwise sleep until its own operation ends runs the rounds itself, which
+// spares it two hand-offs (to the background thread and back), each a wake-up that costs tens
+// of microseconds on a busy host. The background thread stands aside meanwhile. Rounds are the
+// same whoever runs them, and one thread at a time runs them (rounds_mutex_), so the core's
+// state and MPI keep a single user at a time. A caller that finds the rounds busy on another
+// thread pauses and tries again; it never blocks on rounds_mutex_, since that thread may be
+// waiting for an operation that this caller's return would let its program submit.
+Status Runtime::RunOnCaller(Operation op, const std::function<bool()>& finished,
+                            const std::function<void()>& pause) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++callers_waiting_;
+  }
+  const Status enqueued = Enqueue(std::move(op), /*wake=*/false);
+  Backoff backoff = NegotiationBackoff();
+  while (enqueued.ok() && !finished()) {
+    std::unique_lock<std::mutex> rounds(rounds_mutex_, std::try_to_lock);
+    if (!rounds.owns_lock() || stopped_) {
+      if (rounds.owns_lock()) rounds.unlock();
+      pause();
+      continue;
+    }
+    try {
+      while (!stopped_ && !finished()) {
+        const std::optional<Clock::time_point> until = Turn(backoff);
+        if (until) Sleep(std::min(*until, Clock::now() + kIdleRoundInterval));
+      }
+    } catch (const std::exception& e) {
+      Fatal(e);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --callers_waiting_;
+  }
+  callers_left_.notify_all();
+  return enqueued;
+}
+
+// After callers have run the rounds, the operations that follow are theirs too, most likely:
+// the background thread starts again without a spin window.
+void Runtime::StandAsideForCallers(Backoff* backoff) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (callers_waiting_ == 0) return;
+  callers_left_.wait_for(lock, kIdleRoundInterval, [this] { return callers_waiting_ == 0; });
+  backoff->SkipSpin();
+}
+
+void Runtime::Sleep(Clock::time_point until) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait_until(lock, until, [this] { return wakeups_ != woken_at_; });
+  woken_at_ = wakeups_;
+}
+
+Status Runtime::Enqueue(Operation op, bool wake) {
   op.request.rank = topology_.rank;
   op.enqueued_at = std::chrono::steady_clock::now();
   {
@@ -273,6 +346,12 @@ Status Runtime::Enqueue(Operation op) {
     }
     queue_.push_back(std::move(op));
     ++wakeups_;
+    // A caller about to run the rounds itself wakes no one, unless another caller may be running
+    // them now, napping: then every sleeper, since the background thread may be one of them.
+    if (!wake) {
+      if (callers_waiting_ > 1) wake_.notify_all();
+      return Status::Ok();
+    }
   }
   wake_.notify_one();
   return Status::Ok();
@@ -605,21 +684,6 @@ void Runtime::ReapSends(bool block) {
       MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
     }
     it = done ? outgoing_.erase(it) : std::next(it);
-  }
-}
-
-// Nothing to do here: keep polling the queue for a short spin window (the next operation of a
-// training step usually follows within microseconds, and waking a sleeping thread costs tens of
-// them), then sleep until an operation is queued, shutdown is asked for, or the next idle round
-// is due.
-void Runtime::Idle(Backoff& backoff) {
-  if (backoff.NextWaitMicros() == 0) return;
-  std::unique_lock<std::mutex> lock(mutex_);
-  auto woken = [this] { return wakeups_ != woken_at_; };
-  if (topology_.size == 1) {
-    wake_.wait(lock, woken);
-  } else {
-    wake_.wait_until(lock, last_round_ + kIdleRoundInterval, woken);
   }
 }
 

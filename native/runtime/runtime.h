@@ -62,8 +62,15 @@ class Runtime {
   std::vector<int> ProcessSetRanks(int32_t id);
 
   // Thread-safe. Checks what this rank alone can check and queues the operation; its `done`
-  // runs later on the background thread. On an error `done` is never called.
-  Status Enqueue(Operation op);
+  // runs later on the thread that runs the rounds. On an error `done` is never called.
+  // `wake`: false when the caller is about to run the rounds itself (RunOnCaller).
+  Status Enqueue(Operation op, bool wake = true);
+
+  // Thread-safe. Enqueues `op` and returns its status if that fails; otherwise returns OK once
+  // `finished()` is true, running the rounds on the calling thread while no other thread runs
+  // them, and calling `pause()` (a short wait) while one does. Meanwhile `done` of this and
+  // other operations may run on the calling thread.
+  Status RunOnCaller(Operation op, const std::function<bool()>& finished, const std::function<void()>& pause);
 
   // Thread-safe, while collectives run. Rank 0 starts writing a timeline to `path` (closing the
   // one it was writing, if any) or stops; the other ranks do nothing.
@@ -85,7 +92,14 @@ class Runtime {
   bool AutotuneFinished();
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   void ThreadMain(MPI_Comm comm);
+  std::optional<Clock::time_point> Turn(Backoff& backoff);
+  void StandAsideForCallers(Backoff* backoff);
+  // Sleeps until `until`, or until an operation is queued or shutdown is asked for.
+  void Sleep(Clock::time_point until);
+  [[noreturn]] void Fatal(const std::exception& e);
   void Setup(MPI_Comm comm);
   void CheckSettingsAgree();
   void StartAutotuning();
@@ -108,7 +122,6 @@ class Runtime {
   // Sleeps for up to `micros`, or until an operation is queued or shutdown is asked for.
   void Nap(int64_t micros);
   void ReapSends(bool block);
-  void Idle(Backoff& backoff);
   void PublishStats();
   // Rank 0, autotuning: feeds the autotuner the allreduced tensors, proposes what it chooses.
   void Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock::time_point start);
@@ -131,6 +144,12 @@ class Runtime {
   std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks, 0 is every rank
   bool accepting_ = true;
   std::string shutdown_reason_;
+  int callers_waiting_ = 0;  // threads in RunOnCaller: the background thread stands aside
+  std::condition_variable callers_left_;
+
+  // Held by the thread that runs the rounds: the background thread, or a caller in RunOnCaller.
+  // Guards what is marked "the rounds' own" below, and the use of MPI.
+  std::mutex rounds_mutex_;
 
   // Statistics, copied out after every round, and the settings, after each change, under
   // stats_mutex_.
@@ -140,7 +159,7 @@ class Runtime {
   bool autotune_finished_ = false;
   std::atomic<bool> timing_{false};
 
-  // The background thread's own.
+  // The rounds' own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
   std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_

@@ -90,8 +90,10 @@ std::vector<Response> Negotiate(const std::vector<RankWork>& work, int64_t fusio
 }
 
 // Every rank carries out every response in order, as the runtime does; a joined rank stands in
-// for the tensors it never submitted.
-std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t fusion_threshold = 1 << 20) {
+// for the tensors it never submitted. Allreduces of up to `small_allreduce_bytes` go by
+// recursive doubling, the others by the ring.
+std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t small_allreduce_bytes = 0,
+                         int64_t fusion_threshold = 1 << 20) {
   const std::vector<Response> responses = Negotiate(work, fusion_threshold);
   std::vector<Outcome> outcomes(work.size());
   OnRanks(static_cast<int>(work.size()), [&](Transport& transport) {
@@ -116,7 +118,7 @@ std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t fusion_threshold =
       };
       submitted.emplace(name, std::move(op));
     }
-    Executor executor(transport, kChunk);
+    Executor executor(transport, kChunk, small_allreduce_bytes);
     for (const Response& response : responses) {
       CHECK(response.kind == Response::Kind::EXECUTE, << response.error);
       if (response.kind != Response::Kind::EXECUTE) continue;
@@ -221,7 +223,7 @@ void CheckReduced(const std::vector<T>& got, ReduceOp op, int n, int64_t first, 
 // Several allreduces of each op, packed into one ring pass, plus one large enough to run alone;
 // counts add up to uneven segments.
 template <typename T>
-void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double post) {
+void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double post, int64_t small_allreduce_bytes) {
   const std::vector<int64_t> counts = {1, 5, 0, 13, 31, 600};  // 600 elements run alone
   std::vector<RankWork> work(n);
   for (int r = 0; r < n; ++r) {
@@ -235,8 +237,9 @@ void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double 
   }
   const std::vector<Response> plan = Negotiate(work, 1 << 20);
   CHECK(plan.size() == 2 && plan[0].names.size() == counts.size() - 1, << "expected one packed batch and one solo");
-  const std::vector<Outcome> outcomes = Run(work);
-  const std::string what = std::string(ReduceOpName(op)) + " " + DataTypeName(dtype);
+  const std::vector<Outcome> outcomes = Run(work, small_allreduce_bytes);
+  const std::string what = std::string(ReduceOpName(op)) + " " + DataTypeName(dtype) +
+                           " small_allreduce_bytes=" + std::to_string(small_allreduce_bytes);
   for (size_t t = 0; t < counts.size(); ++t) {
     const std::string name = "t" + std::to_string(t);
     for (int r = 0; r < n; ++r) {
@@ -256,10 +259,13 @@ void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double 
   }
 }
 
+// By the ring, then with every buffer small enough for recursive doubling.
 void CheckAllreduces(int n) {
-  mpirep_test::ForEachNumericCase([&](auto element, DataType dtype, ReduceOp op, double pre, double post) {
-    CheckFusedAllreduce<decltype(element)>(n, dtype, op, pre, post);
-  });
+  for (int64_t small_allreduce_bytes : {int64_t{0}, int64_t{1} << 20}) {
+    mpirep_test::ForEachNumericCase([&](auto element, DataType dtype, ReduceOp op, double pre, double post) {
+      CheckFusedAllreduce<decltype(element)>(n, dtype, op, pre, post, small_allreduce_bytes);
+    });
+  }
 }
 
 template <typename T>
@@ -390,7 +396,7 @@ void CheckReducescatter(int n, DataType dtype, ReduceOp op, double pre, double p
 
 // Ranks that joined take part with zeros (no rows for allgather) and discard the result;
 // Average still divides by all n ranks.
-void CheckJoinedRanksStandIn(int n) {
+void CheckJoinedRanksStandIn(int n, int64_t small_allreduce_bytes) {
   std::set<int> joined = {1};
   if (n > 3) joined.insert(3);
   int64_t active_weight = 0;  // sum of r + 1 over the ranks that did not join
@@ -413,7 +419,7 @@ void CheckJoinedRanksStandIn(int n) {
     Request scatter = Make(Collective::REDUCESCATTER, "scatter", DataType::INT64, {2 * n + 1});
     work[r].Submit(scatter, ReductionInput<int64_t>(ReduceOp::SUM, r, n, 2 * n + 1, 0));
   }
-  const std::vector<Outcome> outcomes = Run(work);
+  const std::vector<Outcome> outcomes = Run(work, small_allreduce_bytes);
   std::vector<int32_t> gathered;
   for (int r = 0; r < n; ++r) {
     if (!joined.count(r)) gathered.insert(gathered.end(), 2 * (r + 1), r);
@@ -500,6 +506,14 @@ void CheckPhases(int n) {
     CHECK(phases.at("exchange") == (Phases{"PACK", "PAIRWISE_ALLTOALL"}));
     CHECK(phases.at("barrier").empty());
   }
+  if (n < 3) return;  // the ring at one or two ranks, whatever the size
+  const std::vector<Outcome> doubled = Run(work, /*small_allreduce_bytes=*/64);  // not "solo"
+  for (int r = 0; r < n; ++r) {
+    const auto& phases = doubled[r].phases;
+    CHECK(phases.at("fused.0") == (Phases{"PACK", "DOUBLING_ALLREDUCE", "UNPACK"}));
+    CHECK(phases.at("solo") == (Phases{"RING_ALLREDUCE"}));
+    CHECK(phases.at("scaled") == (Phases{"PACK", "DOUBLING_ALLREDUCE"}));
+  }
 }
 
 }  // namespace
@@ -516,8 +530,11 @@ void RunExecutorTests() {
     CheckReducescatter<int64_t>(n, DataType::INT64, ReduceOp::AVERAGE, 3.0, 0.5);
     CheckReducescatter<double>(n, DataType::FLOAT64, ReduceOp::AVERAGE, 3.0, 0.5);
     CheckReducescatter<float>(n, DataType::FLOAT32, ReduceOp::MAX, 1.0, 1.0);
-    if (n >= 2) CheckJoinedRanksStandIn(n);
+    if (n >= 2) {
+      CheckJoinedRanksStandIn(n, 0);
+      CheckJoinedRanksStandIn(n, 1 << 20);
+    }
   }
-  for (int n : {1, 3}) CheckPhases(n);
+  for (int n : {1, 2, 3}) CheckPhases(n);
   CheckFailedAllocation();
 }

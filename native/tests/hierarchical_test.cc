@@ -104,7 +104,7 @@ Outputs RunOnHosts(const Layout& layout, const Job& job, int64_t mode, Traffic* 
       CountingTransport flat(flat_inner, [&](int peer) { return layout.HostOf(peer) != host; });
       CountingTransport on_host(host_inner, [](int) { return false; });
       CountingTransport across(across_inner, [](int) { return true; });
-      Executor executor(flat, kChunk, HostTransports{&on_host, &across}, mode);
+      Executor executor(flat, kChunk, /*small_allreduce_bytes=*/0, HostTransports{&on_host, &across}, mode);
       CHECK(executor.HierarchicalIsAChoice() == (layout.hosts > 1 && layout.per_host > 1), << layout.Name());
       for (size_t k = 0; k < job.responses.size(); ++k) {
         const Response& response = job.responses[k];

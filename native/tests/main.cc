@@ -4,6 +4,7 @@
 #include "check.h"
 
 void RunRingTests();
+void RunDoublingTests();
 void RunFusionTests();
 void RunCoordinatorTests();
 void RunMessageTests();
@@ -28,6 +29,7 @@ int main() {
   RunSettingsTests();
   RunValidationTests();
   RunRingTests();
+  RunDoublingTests();
   RunExecutorTests();
   RunHierarchicalTests();
   RunTimelineTests();

@@ -9,34 +9,14 @@
 #include "core/half.h"
 #include "core/ring.h"
 #include "on_ranks.h"
+#include "rank_scaled.h"
 
 using namespace mpirep;
+using mpirep_test::Expected;
+using mpirep_test::Factor;
 using mpirep_test::OnRanks;
 
 namespace {
-
-int64_t Factor(int64_t i) { return i % 7 + 1; }
-
-int64_t Factorial(int n) { return n <= 1 ? 1 : n * Factorial(n - 1); }
-
-int64_t Power(int64_t b, int e) { return e == 0 ? 1 : b * Power(b, e - 1); }
-
-// x_r[i] = (r + 1) * (i % 7 + 1), reduced over ranks 0..n-1.
-int64_t Expected(ReduceOp op, int n, int64_t i) {
-  const int64_t f = Factor(i);
-  switch (op) {
-    case ReduceOp::SUM:
-    case ReduceOp::AVERAGE:
-      return f * n * (n + 1) / 2;
-    case ReduceOp::MIN:
-      return f;
-    case ReduceOp::MAX:
-      return f * n;
-    case ReduceOp::PRODUCT:
-      return Power(f, n) * Factorial(n);
-  }
-  return 0;
-}
 
 template <typename T>
 void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, bool in_place, size_t chunk) {

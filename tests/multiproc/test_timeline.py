@@ -14,9 +14,14 @@ from mpijob import mpirun
 JOB = "tests/multiproc/jobs/timeline_job.py"
 TIMEOUT_S = 90
 SMALL = [f"small/{i}" for i in range(4)]
-TRANSFERS = {"RING_ALLREDUCE"}
-ALONE = ["NEGOTIATE", "QUEUE", "RING_ALLREDUCE"]
-FUSED = ["NEGOTIATE", "QUEUE", "PACK", "RING_ALLREDUCE", "UNPACK"]
+TRANSFERS = {"RING_ALLREDUCE", "DOUBLING_ALLREDUCE"}
+
+
+def small_transfer(ranks):
+    """The small tensors (80 bytes together) go by recursive doubling from 3 ranks on (the
+    default small_allreduce_bytes is 64 KiB), by the ring below; the large one (128 KiB) always
+    by the ring."""
+    return "DOUBLING_ALLREDUCE" if ranks >= 3 else "RING_ALLREDUCE"
 
 
 def executed(operation):
@@ -41,9 +46,12 @@ def check_step_tracks(events, ranks, steps):
             # The first step is always negotiated.
             negotiated = phases[:1] == ["NEGOTIATE"]
             assert negotiated or index > 0, (name, phases)
-            alone, fused = (ALONE, FUSED) if negotiated else (ALONE[2:], FUSED[2:])
+            small = small_transfer(ranks)
+            large, alone, fused = ["RING_ALLREDUCE"], [small], ["PACK", small, "UNPACK"]
+            if negotiated:
+                large, alone, fused = (["NEGOTIATE", "QUEUE", *p] for p in (large, alone, fused))
             if name == "large":
-                assert phases == alone, (name, phases)
+                assert phases == large, (name, phases)
             elif ranks > 1:
                 assert phases == fused, (name, phases)
             else:  # alone, nothing holds rank 0's tensors back: whatever was ready together fused
@@ -105,7 +113,7 @@ def test_started_and_stopped_at_run_time(ranks, mark_cycles, tmp_path):
         assert not marks
     second = trace_events.tracks(trace_events.load(tmp_path / "second.json"))
     assert list(second) == ["second"] and [s["name"] for s in second["second"]] == \
-        ["NEGOTIATE", "QUEUE", "RING_ALLREDUCE"]
+        ["NEGOTIATE", "QUEUE", small_transfer(ranks)]
     assert not (tmp_path / "early.json").exists() and not (tmp_path / "no").exists()
 
 

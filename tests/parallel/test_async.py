@@ -3,6 +3,7 @@ rank; several Python threads submitting at once; and every async form returning 
 blocking form returns."""
 import concurrent.futures
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -135,6 +136,31 @@ def test_several_python_threads_submit_at_once():
     for t, got in enumerate(results):
         for i, result in enumerate(got):
             assert_reduced(result, "Sum", n, (t * 10 + i,), dtype, what=f"thread{t}.{i}")
+
+
+def test_a_thread_waiting_long_lets_another_return():
+    """A blocked thread runs the core's rounds itself; another thread of the same rank whose
+    collective ends meanwhile must still return. On rank 0 one thread waits for "late", which
+    the other ranks submit only once their "early" has returned, while a second thread submits
+    "early"."""
+    n, rank = mpirep.size(), mpirep.rank()
+    dtype = np.dtype(np.int64)
+
+    def reduce(name, scale):
+        x = reduce_input("Sum", rank, n, (6,), dtype) * scale
+        return mpirep.allreduce(x, op=mpirep.Sum, name=name)
+
+    if rank == 0:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            late = pool.submit(reduce, "late", 3)
+            time.sleep(0.05)  # the other thread is waiting on "late" by now
+            early = reduce("early", 2)
+            late = late.result()
+    else:
+        early = reduce("early", 2)
+        late = reduce("late", 3)
+    assert_reduced(early, "Sum", n, (6,), dtype, expected=2 * reduce_expected("Sum", n, (6,), dtype))
+    assert_reduced(late, "Sum", n, (6,), dtype, expected=3 * reduce_expected("Sum", n, (6,), dtype))
 
 
 def test_inputs_dropped_or_resized_while_in_flight_stay_intact():
