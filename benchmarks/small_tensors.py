@@ -1,7 +1,10 @@
 """Many small tensors: 1,000 async mpirep allreduces of 4 KiB each, submitted together, against
 1,000 per-tensor MPI_Allreduce calls; the latency of one blocking mpirep allreduce of 4 KiB
-against one MPI_Allreduce; and what an idle mpirep costs others: MPI_Allreduce latency before
-mpirep.init against after it, with no mpirep work in between. Run under mpirun."""
+against one MPI_Allreduce, for a named tensor repeated every call (as in training: after the
+first call it runs from the response cache) and for an unnamed one (a new tensor every call,
+negotiated through rank 0 each time); and what an idle mpirep costs others: MPI_Allreduce
+latency before mpirep.init against after it, with no mpirep work in between. Run under
+mpirun."""
 import numpy as np
 from mpi4py import MPI
 
@@ -40,10 +43,15 @@ def main():
         assert np.array_equal(got, out)
 
     batch = median_times(comm, {"mpirep": mpirep_batch, "mpi": mpi_batch}, args.repeats)
-    single = median_times(comm, {"mpirep": lambda: mpirep.allreduce(one, op=mpirep.Sum),
-                                 "mpi": mpi_one}, args.repeats * 20)
+    # Each case against a baseline of its own, in blocks that alternate with it.
+    single = median_times(comm, {
+        "mpirep": lambda: mpirep.allreduce(one, op=mpirep.Sum, name="small.lone"),
+        "mpi": mpi_one}, args.repeats * 20)
+    unnamed = median_times(comm, {"mpirep": lambda: mpirep.allreduce(one, op=mpirep.Sum),
+                                  "mpi": mpi_one}, args.repeats * 20)
     us = {"batch_mpirep": batch["mpirep"] / COUNT * 1e6, "batch_mpi": batch["mpi"] / COUNT * 1e6,
           "single_mpirep": single["mpirep"] * 1e6, "single_mpi": single["mpi"] * 1e6,
+          "single_unnamed": unnamed["mpirep"] * 1e6, "single_unnamed_mpi": unnamed["mpi"] * 1e6,
           "mpi_before_init": before_init * 1e6, "mpi_idle_mpirep": idle * 1e6}
     print_table(comm, f"4 KiB float32 allreduces, np={comm.size}, config={config or 'default'} "
                 "(ratio = mpirep / MPI)",
@@ -51,7 +59,10 @@ def main():
                 [[f"{COUNT} in flight", f"{us['batch_mpirep']:.1f}", f"{us['batch_mpi']:.1f}",
                   f"{us['batch_mpirep'] / us['batch_mpi']:.2f}"],
                  ["one at a time (blocking)", f"{us['single_mpirep']:.1f}", f"{us['single_mpi']:.1f}",
-                  f"{us['single_mpirep'] / us['single_mpi']:.2f}"]])
+                  f"{us['single_mpirep'] / us['single_mpi']:.2f}"],
+                 ["one at a time, unnamed", f"{us['single_unnamed']:.1f}",
+                  f"{us['single_unnamed_mpi']:.1f}",
+                  f"{us['single_unnamed'] / us['single_unnamed_mpi']:.2f}"]])
     print_table(comm, "MPI_Allreduce of 4 KiB beside an idle mpirep (ratio = after / before init)",
                 ["before init us", "after init us", "ratio"],
                 [[f"{us['mpi_before_init']:.1f}", f"{us['mpi_idle_mpirep']:.1f}",
