@@ -63,7 +63,8 @@ def small_table(runs):
              "|---:|---|---:|---:|---:|"]
     for r in runs:
         us = r["us_per_tensor"]
-        for case, key in (("1,000 in flight", "batch"), ("one at a time", "single")):
+        for case, key in (("1,000 in flight", "batch"), ("one at a time", "single"),
+                          ("one at a time, unnamed", "unnamed")):
             lines.append(f"| {r['np']} | {case} | {us[key + '_mpirep']:.1f} | {us[key + '_mpi']:.1f} | "
                          f"{us[key + '_mpirep'] / us[key + '_mpi']:.2f} |")
     return lines

@@ -13,6 +13,9 @@ from common import exact_floats, median_times, parse_args, print_table, start, w
 
 COUNT = 1000
 FLOATS = 1024  # 4 KiB of float32
+# row label, and the prefix of its keys in the JSON's us_per_tensor (run_all.py reads them too)
+CASES = [(f"{COUNT} in flight", "batch"), ("one at a time (blocking)", "single"),
+         ("one at a time, unnamed", "unnamed")]
 
 
 def main():
@@ -51,18 +54,13 @@ def main():
                                   "mpi": mpi_one}, args.repeats * 20)
     us = {"batch_mpirep": batch["mpirep"] / COUNT * 1e6, "batch_mpi": batch["mpi"] / COUNT * 1e6,
           "single_mpirep": single["mpirep"] * 1e6, "single_mpi": single["mpi"] * 1e6,
-          "single_unnamed": unnamed["mpirep"] * 1e6, "single_unnamed_mpi": unnamed["mpi"] * 1e6,
+          "unnamed_mpirep": unnamed["mpirep"] * 1e6, "unnamed_mpi": unnamed["mpi"] * 1e6,
           "mpi_before_init": before_init * 1e6, "mpi_idle_mpirep": idle * 1e6}
     print_table(comm, f"4 KiB float32 allreduces, np={comm.size}, config={config or 'default'} "
                 "(ratio = mpirep / MPI)",
                 ["case", "mpirep us/tensor", "MPI us/tensor", "ratio"],
-                [[f"{COUNT} in flight", f"{us['batch_mpirep']:.1f}", f"{us['batch_mpi']:.1f}",
-                  f"{us['batch_mpirep'] / us['batch_mpi']:.2f}"],
-                 ["one at a time (blocking)", f"{us['single_mpirep']:.1f}", f"{us['single_mpi']:.1f}",
-                  f"{us['single_mpirep'] / us['single_mpi']:.2f}"],
-                 ["one at a time, unnamed", f"{us['single_unnamed']:.1f}",
-                  f"{us['single_unnamed_mpi']:.1f}",
-                  f"{us['single_unnamed'] / us['single_unnamed_mpi']:.2f}"]])
+                [[case, f"{us[key + '_mpirep']:.1f}", f"{us[key + '_mpi']:.1f}",
+                  f"{us[key + '_mpirep'] / us[key + '_mpi']:.2f}"] for case, key in CASES])
     print_table(comm, "MPI_Allreduce of 4 KiB beside an idle mpirep (ratio = after / before init)",
                 ["before init us", "after init us", "ratio"],
                 [[f"{us['mpi_before_init']:.1f}", f"{us['mpi_idle_mpirep']:.1f}",

@@ -85,15 +85,16 @@ def main():
             fit(plain, steps)
         comm.Barrier() if size == 1 else idle_wait(comm)
 
-    current = {"cycle": None}
+    current_cycle = None
 
     def restart(cycle):
         """Restarts mpirep with another cycle time; with one cycle time it starts once, as a
         training job does, so that no block pays for a restart."""
-        if cycle is not None and cycle != current["cycle"]:
+        nonlocal current_cycle
+        if cycle is not None and cycle != current_cycle:
             mpirep.shutdown()
             mpirep.init(cycle_time_ms=cycle)
-            current["cycle"] = cycle
+            current_cycle = cycle
 
     methods = {"alone": (None, run_alone)}
     if size > 1:  # what the host gives N ranks that do not communicate: the ceiling

@@ -321,6 +321,8 @@ void Runtime::StandAsideForCallers(Backoff* backoff) {
   backoff->SkipSpin();
 }
 
+// An enqueue cuts the sleep short: a round in progress cannot take the operation, but testing
+// it again at once lets the next round, which can, start as soon as possible.
 void Runtime::Sleep(Clock::time_point until) {
   std::unique_lock<std::mutex> lock(mutex_);
   wake_.wait_until(lock, until, [this] { return wakeups_ != woken_at_; });
@@ -647,7 +649,7 @@ std::string Runtime::AwaitControl(int from, int tag) {
   while (!MessageWaiting(control_, from, tag, &status)) {
     AbortIfFailedLongAgo();
     const int64_t micros = backoff.NextWaitMicros();
-    if (micros > 0) Nap(micros);
+    if (micros > 0) Sleep(Clock::now() + std::chrono::microseconds(micros));
   }
   int bytes = 0;
   MPI_Get_count(&status, MPI_BYTE, &bytes);
@@ -662,16 +664,8 @@ void Runtime::Await(const std::function<bool()>& done, Backoff backoff) {
   while (!done()) {
     AbortIfFailedLongAgo();
     const int64_t micros = backoff.NextWaitMicros();
-    if (micros > 0) Nap(micros);
+    if (micros > 0) Sleep(Clock::now() + std::chrono::microseconds(micros));
   }
-}
-
-// An enqueue cuts the nap short: the round in progress cannot take the operation, but testing
-// it again at once lets the next round, which can, start as soon as possible.
-void Runtime::Nap(int64_t micros) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait_for(lock, std::chrono::microseconds(micros), [this] { return wakeups_ != woken_at_; });
-  woken_at_ = wakeups_;
 }
 
 void Runtime::ReapSends(bool block) {

@@ -119,8 +119,6 @@ class Runtime {
   std::string AwaitControl(int from, int tag);
   // Polls `done` until it returns true.
   void Await(const std::function<bool()>& done, Backoff backoff);
-  // Sleeps for up to `micros`, or until an operation is queued or shutdown is asked for.
-  void Nap(int64_t micros);
   void ReapSends(bool block);
   void PublishStats();
   // Rank 0, autotuning: feeds the autotuner the allreduced tensors, proposes what it chooses.
