@@ -6,7 +6,7 @@ import warnings
 
 from mpirep._native import core
 from mpirep.config import Config
-from mpirep.errors import NotInitializedError
+from mpirep.errors import InvalidArgumentError, NotInitializedError
 
 _config = None
 _topology = None
@@ -16,7 +16,9 @@ _exit_hook_registered = False
 def init(comm=None, **settings):
     """Starts mpirep on every rank of ``comm`` (default: ``MPI.COMM_WORLD``). Collective.
 
-    ``comm`` may be any mpi4py intracommunicator; mpirep works on its own duplicate of it.
+    ``comm`` may be any mpi4py intracommunicator; mpirep works on its own duplicate of it. As in
+    Horovod it may also be a list of ranks of ``MPI.COMM_WORLD``: then only those ranks call init,
+    and mpirep runs among them, numbered in the list's order.
     ``settings`` override the environment, see :class:`mpirep.config.Config`. Calling init
     again while initialised does nothing, as in Horovod.
     """
@@ -29,9 +31,15 @@ def init(comm=None, **settings):
         return
     from mpi4py import MPI
 
-    comm = MPI.COMM_WORLD if comm is None else comm
     config = Config.load(**settings)
-    native.init(comm.py2f(), config.as_text())
+    if isinstance(comm, (list, tuple)):
+        ranks = _communicator_of(comm)
+        try:
+            native.init(ranks.py2f(), config.as_text())
+        finally:
+            ranks.Free()  # mpirep works on its own duplicate
+    else:
+        native.init((MPI.COMM_WORLD if comm is None else comm).py2f(), config.as_text())
     _config = config
     _topology = native.topology()
     if not _exit_hook_registered:
@@ -80,6 +88,25 @@ def config():
     mpirep._core.current_setting(name) reads those."""
     _require_init()
     return _config
+
+
+def _communicator_of(ranks):
+    """A communicator of ``ranks`` of MPI.COMM_WORLD, made by those ranks alone."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    members = [int(r) for r in ranks]
+    if len(set(members)) != len(members) or not all(0 <= r < world.size for r in members):
+        raise InvalidArgumentError(f"rank {world.rank}: init needs distinct ranks from 0 to "
+                                   f"{world.size - 1}, got {list(ranks)}")
+    if world.rank not in members:
+        raise InvalidArgumentError(f"rank {world.rank}: init was given the ranks {members}, "
+                                   f"which do not include this rank; only they call init")
+    group = world.Get_group().Incl(members)
+    try:
+        return world.Create_group(group)
+    finally:
+        group.Free()
 
 
 def _require_init():

@@ -5,11 +5,8 @@ from mpirep.tensorflow import process_sets
 
 
 def init(comm=None, process_sets=None, **settings):
-    """Starts mpirep (see :func:`mpirep.init`); ``process_sets`` are registered afterwards, in
-    the order given, as Horovod does."""
-    if isinstance(comm, (list, tuple)):
-        raise NotImplementedError("init with a list of ranks is not supported; pass an mpi4py "
-                                  "communicator")
+    """Starts mpirep (see :func:`mpirep.init`; ``comm`` may be a communicator or a list of
+    ranks); ``process_sets`` are registered afterwards, in the order given, as Horovod does."""
     mpirep.init(comm, **settings)
     return [_register(s) for s in (process_sets or [])]
 

@@ -47,6 +47,32 @@ def test_init_with_user_communicator_which_it_duplicates():
     np.testing.assert_array_equal(gathered, members)
 
 
+def test_init_with_a_list_of_ranks_in_its_order():
+    """Horovod's init(comm=[ranks]): each half of the ranks starts mpirep among itself, its list
+    in reverse order, which numbers the ranks."""
+    world = MPI.COMM_WORLD
+    members = list(range(world.rank % 2, world.size, 2))[::-1]
+    with reinitialized(comm=members):
+        assert (mpirep.size(), mpirep.rank()) == (len(members), members.index(world.rank))
+        result = mpirep.allreduce(np.array([world.rank + 1, 1], dtype=np.int64), op=mpirep.Sum)
+        gathered = mpirep.allgather(np.array([world.rank], dtype=np.int64))
+    np.testing.assert_array_equal(result, [sum(r + 1 for r in members), len(members)])
+    np.testing.assert_array_equal(gathered, members)
+
+
+@pytest.mark.parametrize("ranks", ["others", "repeated", "outside"])
+def test_init_with_a_bad_list_of_ranks_fails_on_every_rank(ranks):
+    world = MPI.COMM_WORLD
+    others = [r for r in range(world.size) if r != world.rank]
+    bad = {"others": others, "repeated": [world.rank, world.rank],
+           "outside": [world.rank, world.size]}[ranks]
+    if ranks == "others" and not others:
+        bad = [world.size]  # one rank: nothing else to name
+    with pytest.raises(mpirep.InvalidArgumentError, match=f"rank {world.rank}: init"):
+        with reinitialized(comm=bad):
+            pass
+
+
 def test_operations_need_initialisation():
     mpirep.shutdown()
     try:
