@@ -19,6 +19,22 @@ network, a hop within a host:
 
 (the intra term only where k > 1: with one rank per host every hop crosses hosts).
 
+Recursive doubling of n bytes (native/core/doubling.h): with p2 the largest power of two not
+above p, ranks p2..p-1 first hand their n bytes to ranks 0..p-p2-1 (the hand-in); ranks
+0..p2-1 then exchange the whole n bytes with rank ^ 1, rank ^ 2, ..., rank ^ p2/2 and reduce
+them; and the result goes back to ranks p2..p-1 (the hand-back). That is log2(p2) steps, plus
+2 where p is not a power of two, each moving (and reducing) all n bytes, and each lasting as
+long as its slowest pair: a step in which some pair sits on two hosts is an inter-host hop
+(or the intra one x oversubscription if that is slower and the step also has pairs within a
+host), a step whose pairs all share a host an intra-host hop:
+
+    doubling(n) = sum over its steps of max(alpha + n beta of each kind of hop in the step)
+    doubling(n) = (log2 p2 + 2 [p != p2]) (alpha_intra + n beta_intra) x oversubscription
+                                                                                 one host
+
+With k ranks per host, a power of two dividing p2, the exchanges with rank ^ m cross hosts
+exactly where m >= k: log2(k) intra steps, log2(p2/k) inter steps.
+
 Hierarchical allreduce: reduce-scatter within each host (k-1 steps of n/k bytes), then one ring
 across the hosts per local index, on that index's n/k bytes (the k rings run at once and share
 the interface, so together they move n/hosts bytes per step), then allgather within the host:
@@ -26,22 +42,46 @@ the interface, so together they move n/hosts bytes per step), then allgather wit
     hier(n) = 2 (k-1) (alpha_intra + (n/k) beta_intra) x oversubscription
             + 2 (hosts-1) (alpha_inter + (n/hosts) beta_inter)
 
+Which of the three runs (native/core/executor.cc): hier(n) where the allreduce is
+hierarchical; otherwise doubling(n) where p >= 3 and n <= small_allreduce_bytes (a fused
+buffer counts by its total size), otherwise flat(n). At p = 2 the ring runs whatever n is.
+
 Oversubscription: the reduction and the copies are CPU work, and when a host runs more ranks
 than it has cores they take turns: intra-host costs are multiplied by max(1, k / cores).
 
-Negotiation, once per round: every rank sends rank 0 its request list and rank 0 answers each.
-The messages travel at once, but rank 0 handles the 2 (p-1) of them one by one, each costing a
-message's software overhead (alpha_intra, which on shared memory is nothing but that), and one
-round trip crosses the slowest link:
+Negotiation (native/core/negotiator.h, native/runtime/runtime.cc). Every round begins with an
+agreement: all ranks AND a few 64-bit words (native/core/agreement.h: three bits per response
+cache entry, one per rank, four more words) by recursive doubling, the same steps as
+doubling(n) above. Its message is a few hundred bytes, about a tenth of a microsecond at shared
+memory's few GB/s, and is left out: each step costs the alpha of its slowest hop.
 
-    round(p) = 2 (p-1) alpha_intra + 2 alpha_slowest
+    cached(p) = doubling(0)
 
-A blocking allreduce is one round plus one collective. A set of gradients is reduced in fused
-buffers, packed as mpirep's fusion planner packs them (native/core/fusion.cc): in order, each
-tensor joins the open buffer if the buffer stays within the fusion threshold, else it opens a
-new one; a tensor of at least chunk_bytes x p runs alone. Each buffer costs a round and a
-collective, and a buffer of several tensors also two copies of its bytes (packing and
-unpacking), at the host's memory-copy cost `copy` seconds per byte (x oversubscription).
+A tensor that every rank has run before under the same name and request is agreed by that
+alone: a cached round. A new one (its first call, and every call of an unnamed tensor, which
+gets a new name each time) also needs the round's slow phase: every rank sends rank 0 its
+request list and rank 0 answers each. The messages travel at once, but rank 0 handles the
+2 (p-1) of them one by one, each costing a message's software overhead (alpha_intra, which on
+shared memory is nothing but that), and one round trip crosses the slowest link:
+
+    slow(p) = cached(p) + 2 (p-1) alpha_intra + 2 alpha_slowest
+
+The agreement's steps are charged the links' own alpha, not a parameter of their own. Each link
+is fitted to one allreduce sweep, whose times are a constant (every per-message cost: the
+ring's steps, the agreement's, rank 0's) plus a slope (bytes); an agreement alpha would be a
+second constant, which the fit cannot tell from the link's alpha. The checks against the other
+configurations (cached ResNet-50 rounds, doubling at 3 and 4 ranks) test that sharing.
+
+A blocking allreduce is one round plus one collective. It runs its rounds on the calling
+thread (docs/core.md, "Threads"), so there is no hand-off to a background thread to charge.
+
+A set of gradients is reduced in fused buffers, packed as mpirep's fusion planner packs them
+(native/core/fusion.cc): in order, each tensor joins the open buffer if the buffer stays
+within the fusion threshold, else it opens a new one; a tensor of at least chunk_bytes x p
+runs alone. Each buffer costs a round and a collective, and a buffer of several tensors also
+two copies of its bytes (packing and unpacking), at the host's memory-copy cost `copy`
+seconds per byte (x oversubscription). Training submits the same gradients every step, so a
+step's rounds are cached rounds; only the first step's are slow.
 
 A training step computes for `compute` seconds; the backward pass takes the last
 `backward_fraction` of it and hands gradients over as it goes. Without overlap all
@@ -53,7 +93,12 @@ gradients are ready only when the backward pass ends):
     exposed = max(comm - backward, last buffer's time)          (overlap)
     step = compute + exposed,  efficiency = compute / step
 """
+import functools
 from dataclasses import dataclass
+
+from mpirep._settings_table import SETTINGS
+
+_DEFAULTS = {s.name: s.default for s in SETTINGS}
 
 
 @dataclass(frozen=True)
@@ -88,6 +133,14 @@ class Cluster:
         return max(1.0, self.per_host / self.cores_per_host)
 
 
+@dataclass(frozen=True)
+class Settings:
+    """The mpirep settings the model depends on; mpirep's own defaults (settings.def) unless given."""
+    fusion_threshold: int = _DEFAULTS["fusion_threshold"]
+    chunk_bytes: int = _DEFAULTS["chunk_bytes"]
+    small_allreduce_bytes: int = _DEFAULTS["small_allreduce_bytes"]
+
+
 def _check_bytes(nbytes):
     if nbytes < 0:
         raise ValueError(f"a message cannot have {nbytes} bytes")
@@ -106,6 +159,30 @@ def flat_allreduce(nbytes, cluster):
     return max(across, within) if cluster.per_host > 1 else across
 
 
+@functools.lru_cache(maxsize=None)
+def doubling_steps(ranks, per_host):
+    """The steps of recursive doubling over `ranks` ranks numbered host by host, `per_host` to a
+    host: for each, (whether some pair of it shares a host, whether some pair crosses hosts)."""
+    p2 = 1 << (ranks.bit_length() - 1)
+    exchanges = [[(r, r ^ mask) for r in range(p2)] for mask in (1 << i for i in range(p2.bit_length() - 1))]
+    folded = [(p2 + i, i) for i in range(ranks - p2)]
+    steps = [folded, *exchanges, folded] if folded else exchanges
+    return tuple((any(a // per_host == b // per_host for a, b in pairs),
+                  any(a // per_host != b // per_host for a, b in pairs)) for pairs in steps)
+
+
+def doubling_allreduce(nbytes, cluster):
+    """Seconds for recursive doubling over all ranks, without negotiation: every step moves the
+    whole buffer, at the pace of its slowest pair."""
+    _check_bytes(nbytes)
+    total = 0.0
+    for within, across in doubling_steps(cluster.ranks, cluster.per_host):
+        hops = [cluster.intra.time(1, nbytes) * cluster.oversubscription] if within else []
+        hops += [cluster.inter.time(1, nbytes)] if across else []
+        total += max(hops)
+    return total
+
+
 def hierarchical_allreduce(nbytes, cluster):
     """Seconds for reduce-scatter in the host, rings across hosts, allgather in the host."""
     _check_bytes(nbytes)
@@ -115,24 +192,35 @@ def hierarchical_allreduce(nbytes, cluster):
     return within + across
 
 
-def allreduce(nbytes, cluster, hierarchical=False):
+def allreduce(nbytes, cluster, settings=Settings(), hierarchical=False):
+    """Seconds for the collective the executor picks for a buffer of nbytes."""
     if hierarchical:
         return hierarchical_allreduce(nbytes, cluster)
+    if cluster.ranks >= 3 and nbytes <= settings.small_allreduce_bytes:
+        return doubling_allreduce(nbytes, cluster)
     return flat_allreduce(nbytes, cluster)
 
 
-def negotiation_round(cluster):
-    """Seconds for one negotiation round; nothing to negotiate alone."""
+def cached_round(cluster):
+    """Seconds for a round that agrees on cached tensors: the AND of the agreement words."""
+    return doubling_allreduce(0, cluster)
+
+
+def slow_round(cluster):
+    """Seconds for a round with new tensors: the agreement, then request lists to rank 0 and its
+    answers."""
     p = cluster.ranks
     if p == 1:
         return 0.0
     slowest = cluster.inter if cluster.hosts > 1 else cluster.intra
-    return 2 * (p - 1) * cluster.intra.alpha + 2 * slowest.alpha
+    return cached_round(cluster) + 2 * (p - 1) * cluster.intra.alpha + 2 * slowest.alpha
 
 
-def blocking_allreduce(nbytes, cluster, hierarchical=False):
-    """One mpirep.allreduce call: a negotiation round and the collective."""
-    return negotiation_round(cluster) + allreduce(nbytes, cluster, hierarchical)
+def blocking_allreduce(nbytes, cluster, *, cached, settings=Settings(), hierarchical=False):
+    """One mpirep.allreduce call: a round (cached: the tensor's name and request were agreed
+    before) and the collective."""
+    negotiation = cached_round(cluster) if cached else slow_round(cluster)
+    return negotiation + allreduce(nbytes, cluster, settings, hierarchical)
 
 
 def fused_buffers(tensor_bytes, fusion_threshold, solo_bytes):
@@ -156,14 +244,17 @@ def fused_buffers(tensor_bytes, fusion_threshold, solo_bytes):
     return buffers
 
 
-def gradient_round(tensor_bytes, cluster, fusion_threshold, chunk_bytes, hierarchical=False):
+def gradient_round(tensor_bytes, cluster, settings=Settings(), hierarchical=False, cached=True):
     """(seconds for all buffers, seconds for the last one): every buffer a round + a collective
-    (+ packing and unpacking where it holds several tensors)."""
+    (+ packing and unpacking where it holds several tensors). cached: the steady state of
+    training, which submits the same gradients every step; False for the first step."""
     times = []
-    for tensors in fused_buffers(tensor_bytes, fusion_threshold, chunk_bytes * cluster.ranks):
+    solo_bytes = settings.chunk_bytes * cluster.ranks
+    for tensors in fused_buffers(tensor_bytes, settings.fusion_threshold, solo_bytes):
         nbytes = sum(tensors)
         packing = 2 * nbytes * cluster.copy * cluster.oversubscription if len(tensors) > 1 else 0.0
-        times.append(blocking_allreduce(nbytes, cluster, hierarchical) + packing)
+        times.append(blocking_allreduce(nbytes, cluster, cached=cached, settings=settings,
+                                        hierarchical=hierarchical) + packing)
     return sum(times), times[-1]
 
 
@@ -174,13 +265,14 @@ class Step:
     efficiency: float  # compute / seconds: the fraction of linear scaling reached
 
 
-def training_step(compute, backward_fraction, tensor_bytes, cluster, fusion_threshold, chunk_bytes,
-                  overlap=True, hierarchical=False):
-    """tensor_bytes: the gradients' sizes in the order the backward pass produces them."""
+def training_step(compute, backward_fraction, tensor_bytes, cluster, settings=Settings(), overlap=True,
+                  hierarchical=False):
+    """A step after the first (its rounds cached). tensor_bytes: the gradients' sizes in the
+    order the backward pass produces them."""
     if compute <= 0 or not 0 <= backward_fraction <= 1:
         raise ValueError(f"need compute > 0 and 0 <= backward_fraction <= 1, got {compute}, "
                          f"{backward_fraction}")
-    comm, last = gradient_round(tensor_bytes, cluster, fusion_threshold, chunk_bytes, hierarchical)
+    comm, last = gradient_round(tensor_bytes, cluster, settings, hierarchical)
     exposed = max(comm - compute * backward_fraction, last) if overlap else comm
     step = compute + exposed
     return Step(seconds=step, exposed=exposed, efficiency=compute / step)

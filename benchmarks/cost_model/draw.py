@@ -16,7 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fit import DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_files, fit_quiet_files  # noqa: E402
+import alpha_beta as ab  # noqa: E402
+from fit import add_file_arguments, fit_files, fit_quiet_files  # noqa: E402
 from scale_table import MODES, RATES, efficiency, host_counts  # noqa: E402
 from units import human_bytes  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
@@ -44,7 +45,7 @@ def draw(measured, projection, out):
     left.set_xlabel(f"ranks ({PER_HOST} per host)")
     left.set_ylabel("scaling efficiency")
     left.set_title(f"model (quiet fit): {resnet.name} step, {resnet.compute_seconds * 1e3:.0f} ms compute, "
-                   f"fusion {human_bytes(DEFAULT_FUSION_THRESHOLD)}", fontsize=10)
+                   f"fusion {human_bytes(ab.Settings().fusion_threshold)}", fontsize=10)
     left.grid(True, alpha=0.3)
     left.legend(fontsize=8)
 

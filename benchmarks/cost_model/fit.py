@@ -5,7 +5,12 @@ sweep; every other configuration is left for the check.
 * intra (shared memory): the sweep on 1 host x 2 ranks, the one shared-memory layout with no
   more ranks than this machine has cores;
 * inter (the emulated link at the rate it was shaped to): the sweep on 2 hosts x 1 rank, with
-  intra already fitted (it prices the negotiation's messages).
+  intra already fitted (it prices rank 0's handling of the slow phase's messages).
+
+The sweeps' allreduces are unnamed, so every one is negotiated in a slow round; the ResNet-50
+rounds repeat named gradients and run on cached rounds. Both kinds of round share the link's
+alpha (alpha_beta.py says why); at 2 ranks the sweeps use the ring, never doubling, so the fit
+prices the ring's steps and the check the doubling at 3 and 4 ranks.
 
 The memory-copy cost that fusion's packing pays is measured directly (memcpy.py: the fastest
 of repeated 128 MiB copies), not fitted.
@@ -14,6 +19,7 @@ The model is affine in the alpha and beta of one link, so its own functions give
 the least-squares problem: nothing of the formulas is restated here.
 """
 import argparse
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -21,11 +27,7 @@ import numpy as np
 
 import alpha_beta as ab
 from measurements import COPY, HOSTS, QUIET_SHM, RESNET50_TENSOR_BYTES, SHM, Layout, copy_cost, load
-from mpirep._settings_table import SETTINGS
 
-DEFAULTS = {s.name: s.default for s in SETTINGS}
-DEFAULT_FUSION_THRESHOLD = DEFAULTS["fusion_threshold"]
-DEFAULT_CHUNK_BYTES = DEFAULTS["chunk_bytes"]
 INTRA_FIT = Layout(1, 2, False)
 INTER_FIT = Layout(2, 1, False)
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
@@ -47,11 +49,16 @@ def cluster_for(layout, intra, inter, machine_cores, copy):
 
 def predict(point, intra, inter, machine_cores, copy):
     cluster = cluster_for(point.layout, intra, inter, machine_cores, copy)
+    settings = ab.Settings()
+    if point.fusion_threshold:
+        settings = dataclasses.replace(settings, fusion_threshold=point.fusion_threshold)
+    hierarchical = point.layout.hierarchical
     if point.kind == "sweep":
-        return ab.blocking_allreduce(point.nbytes, cluster, point.layout.hierarchical)
-    threshold = point.fusion_threshold or DEFAULT_FUSION_THRESHOLD
-    return ab.gradient_round(RESNET50_TENSOR_BYTES, cluster, threshold, DEFAULT_CHUNK_BYTES,
-                             point.layout.hierarchical)[0]
+        # allreduce_sweep.py's calls are unnamed, so each gets a new name: a slow round each
+        return ab.blocking_allreduce(point.nbytes, cluster, cached=False, settings=settings,
+                                     hierarchical=hierarchical)
+    # resnet50_round.py names its gradients and repeats them after a warm-up round: cached rounds
+    return ab.gradient_round(RESNET50_TENSOR_BYTES, cluster, settings, hierarchical, cached=True)[0]
 
 
 def least_squares(points, predict_with):

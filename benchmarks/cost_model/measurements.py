@@ -35,7 +35,7 @@ class Layout:
 @dataclass(frozen=True)
 class Point:
     layout: Layout
-    kind: str       # "sweep": one blocking allreduce; "resnet": the 214 ResNet-50 gradients
+    kind: str       # "sweep": one blocking unnamed allreduce; "resnet": the 214 named ResNet-50 gradients
     nbytes: int
     seconds: float  # median over passes
     fusion_threshold: int | None  # the setting the run used, None for the default

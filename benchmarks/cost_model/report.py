@@ -6,15 +6,17 @@ docs/benchmarks-cost-model.png. The section is replaced in place; the rest of th
 """
 import argparse
 
+import alpha_beta as ab
 from check import check_lines, conditions, fitted_lines
 from doc_section import replace_section
 from draw import DOCS, PNG, draw
-from fit import DEFAULT_FUSION_THRESHOLD, INTRA_FIT, add_file_arguments, fit_files, fit_quiet_files
+from fit import INTRA_FIT, add_file_arguments, fit_files, fit_quiet_files
 from scale_table import allreduce_table, efficiency_table, published_table
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
 
 HEADING = "## Cost model"
+DEFAULTS = ab.Settings()
 LARGE_FUSION = 64 << 20
 
 INTRO = f"""\
@@ -27,16 +29,31 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
   memory), `inter` the hosts.
 * Flat ring on p ranks: 2(p-1) steps of n/p bytes, each as slow as its slowest hop (across hosts:
   the inter-host hop, whose bytes all go through the host's one interface).
+* Recursive doubling on p ranks (p2 the largest power of two not above p): log2(p2) exchanges
+  of all n bytes, plus a hand-in and a hand-back where p is not a power of two; each step as
+  slow as its slowest pair (an inter-host hop where some pair of the step crosses hosts).
 * Hierarchical (k ranks per host, N hosts): reduce-scatter in the host, 2(k-1) intra steps of
   n/k bytes; one ring per local index across the hosts, 2(N-1) inter steps, the k rings
   together moving n/N bytes per step through the interface; allgather in the host.
+* Which runs: the hierarchical allreduce where it is chosen; otherwise recursive doubling for
+  a buffer (a fused one by its total size) of at most `small_allreduce_bytes`
+  ({human_bytes(DEFAULTS.small_allreduce_bytes)}) at 3 ranks or more; otherwise the flat
+  ring (always at 2 ranks).
 * Intra-host costs are multiplied by k/cores where a host runs more ranks than it has cores.
-* Negotiation, once per round: rank 0 handles one request and one response per other rank,
-  2(p-1) alpha_intra, plus one round trip over the slowest link, 2 alpha. A blocking allreduce
-  is a round and a collective; a set of gradients is packed into buffers as the fusion planner
-  packs them (in order, up to the fusion threshold; a tensor of chunk_bytes x p or more alone),
-  each buffer a round and a collective, a buffer of several tensors also two copies of its
-  bytes (packing, unpacking) at the memory-copy cost `memcpy.py` measures.
+* Negotiation: every round ANDs a few hundred bytes of agreement words among all ranks by
+  recursive doubling, each step one alpha of its slowest hop (the links' own alpha: a separate
+  one would be a second constant that the fit could not tell from it). A tensor run before
+  under the same name and request needs nothing more: a cached round. A new one (a first call,
+  or any unnamed call, which gets a new name each time) also needs the slow phase: rank 0
+  handles one request and one response per other rank, 2(p-1) alpha_intra, plus one round
+  trip over the slowest link, 2 alpha. A blocking allreduce is a round and a collective, run
+  on the caller's thread (no hand-off to charge). The allreduce sweeps below are unnamed, so
+  each call is a slow round; the ResNet-50 rounds repeat named gradients, so theirs are cached
+  rounds, as a training step's are after the first.
+* A set of gradients is packed into buffers as the fusion planner packs them (in order, up
+  to the fusion threshold; a tensor of chunk_bytes x p or more alone), each buffer a round and
+  a collective, a buffer of several tensors also two copies of its bytes (packing, unpacking)
+  at the memory-copy cost `memcpy.py` measures.
 * A training step: compute + exposed communication. Without overlap all communication is
   exposed; with overlap it runs during the backward pass (taken as
   {BACKWARD_FRACTION:.2f} of the compute), so only what exceeds it is exposed, and never less
@@ -101,7 +118,7 @@ def section(measured, quiet):
            "oversubscribed on 2 cores), 2 emulated hosts x 1 and x 2 ranks, flat and hierarchical; "
            "for each, blocking allreduces of 4 KiB to 64 MiB and the ResNet-50 gradient round "
            f"(`benchmarks/resnet50_round.py`: 214 tensors, fusion threshold "
-           f"{human_bytes(DEFAULT_FUSION_THRESHOLD)}). Load average: the machine's 1-minute load "
+           f"{human_bytes(DEFAULTS.fusion_threshold)}). Load average: the machine's 1-minute load "
            "average as the job began (median over the passes); 2 cores. Error = predicted / "
            f"measured - 1. {verdict}", "",
            *check, "",
@@ -115,27 +132,27 @@ def section(measured, quiet):
            "benchmarks](https://github.com/tensorflow/docs/blob/master/site/en/r1/guide/performance/benchmarks.md)).", ""]
     for per_host in (4, 8):
         out += [f"Allreduce of the {resnet.name} gradients ({resnet.gradient_bytes / 2**20:.1f} MiB, "
-                f"fusion threshold {human_bytes(DEFAULT_FUSION_THRESHOLD)}), {per_host} ranks per host:", "",
-                *allreduce_table(quiet.fitted, per_host, resnet, DEFAULT_FUSION_THRESHOLD), "",
+                f"fusion threshold {human_bytes(DEFAULTS.fusion_threshold)}), {per_host} ranks per host:", "",
+                *allreduce_table(quiet.fitted, per_host, resnet, DEFAULTS), "",
                 f"Scaling efficiency of the {resnet.name} step, {per_host} ranks per host:", "",
-                *efficiency_table(quiet.fitted, per_host, resnet, DEFAULT_FUSION_THRESHOLD), ""]
+                *efficiency_table(quiet.fitted, per_host, resnet, DEFAULTS), ""]
     out += ["### Beside Horovod's published scaling", "",
             "[Horovod's benchmarks page](https://github.com/horovod/horovod/blob/master/docs/benchmarks.rst) "
             "reports, for 128 servers with 4 Pascal GPUs each on a RoCE-capable 25 Gbit/s network "
             "(512 GPUs, tf_cnn_benchmarks, batch 64 per GPU), 90% scaling efficiency for Inception V3 "
             "and ResNet-101 and 68% for VGG-16. ResNet-101 has no single-P100 rate in the TensorFlow "
-            "table, so it is not modelled. The model below is mpirep's (CPU reduction, negotiation "
-            "through rank 0, this machine's software costs) at 128 x 4 over 25 Gbit/s, with each "
+            "table, so it is not modelled. The model below is mpirep's (CPU reduction, cached "
+            "negotiation rounds, this machine's software costs) at 128 x 4 over 25 Gbit/s, with each "
             "model's Keras gradient tensors and the P100 compute time from the same TensorFlow "
             "table; Horovod reduced on the GPUs with NCCL.", "",
-            f"At mpirep's default fusion threshold ({human_bytes(DEFAULT_FUSION_THRESHOLD)}):", "",
-            *published_table(quiet.fitted, DEFAULT_FUSION_THRESHOLD), "",
+            f"At mpirep's default fusion threshold ({human_bytes(DEFAULTS.fusion_threshold)}):", "",
+            *published_table(quiet.fitted, DEFAULTS), "",
             f"With a fusion threshold of {human_bytes(LARGE_FUSION)} (fewer buffers, so fewer "
             "per-message costs on a long ring and fewer negotiation rounds):", "",
-            *published_table(quiet.fitted, LARGE_FUSION), "",
+            *published_table(quiet.fitted, ab.Settings(fusion_threshold=LARGE_FUSION)), "",
             "What the model says: at a few hundred ranks mpirep at its defaults is bound by "
             "per-message costs, not bandwidth: each fused buffer pays 2(p-1) of them on a flat "
-            "ring and its negotiation round 2(p-1) more at rank 0, and a 2 MiB threshold makes "
+            "ring (its cached negotiation round only log2 p more), and a 2 MiB threshold makes "
             "dozens of buffers a step. Hierarchical allreduce cuts the ring's share to "
             "2(k-1) + 2(N-1); a larger fusion threshold cuts the number of buffers.", "",
             "### Redrawing", "",

@@ -10,7 +10,7 @@ efficiencies Horovod published for 512 GPUs.
 import argparse
 
 import alpha_beta as ab
-from fit import DEFAULT_CHUNK_BYTES, DEFAULT_FUSION_THRESHOLD, add_file_arguments, fit_quiet_files
+from fit import add_file_arguments, fit_quiet_files
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
 
@@ -31,14 +31,13 @@ def host_counts(per_host, max_ranks=512):
     return counts
 
 
-def efficiency(fitted, workload, hosts, per_host, rate, overlap, hierarchical,
-               fusion_threshold=DEFAULT_FUSION_THRESHOLD):
+def efficiency(fitted, workload, hosts, per_host, rate, overlap, hierarchical, settings=ab.Settings()):
     cluster = projected_cluster(fitted, hosts, per_host, rate)
     return ab.training_step(workload.compute_seconds, BACKWARD_FRACTION, workload.tensor_bytes,
-                            cluster, fusion_threshold, DEFAULT_CHUNK_BYTES, overlap, hierarchical).efficiency
+                            cluster, settings, overlap, hierarchical).efficiency
 
 
-def allreduce_table(fitted, per_host, workload, fusion_threshold):
+def allreduce_table(fitted, per_host, workload, settings):
     header = "| hosts x ranks | ranks | " + " | ".join(
         f"{r}, {m} ms" for r in RATES for m in ("flat", "hier.")) + " |"
     lines = [header, "|---|---:|" + "---:|" * 2 * len(RATES)]
@@ -47,28 +46,27 @@ def allreduce_table(fitted, per_host, workload, fusion_threshold):
         for rate in RATES.values():
             cluster = projected_cluster(fitted, hosts, per_host, rate)
             for hierarchical in (False, True):
-                seconds = ab.gradient_round(workload.tensor_bytes, cluster, fusion_threshold,
-                                            DEFAULT_CHUNK_BYTES, hierarchical)[0]
+                seconds = ab.gradient_round(workload.tensor_bytes, cluster, settings, hierarchical)[0]
                 cells.append(f"{seconds * 1e3:.1f}")
         lines.append(f"| {hosts} x {per_host} | {hosts * per_host} | " + " | ".join(cells) + " |")
     return lines
 
 
-def efficiency_table(fitted, per_host, workload, fusion_threshold):
+def efficiency_table(fitted, per_host, workload, settings):
     header = "| hosts x ranks | ranks | " + " | ".join(f"{r}, {m}" for r in RATES for m in MODES) + " |"
     lines = [header, "|---|---:|" + "---:|" * len(RATES) * len(MODES)]
     for hosts in host_counts(per_host):
-        cells = [f"{efficiency(fitted, workload, hosts, per_host, rate, *mode, fusion_threshold):.0%}"
+        cells = [f"{efficiency(fitted, workload, hosts, per_host, rate, *mode, settings):.0%}"
                  for rate in RATES.values() for mode in MODES.values()]
         lines.append(f"| {hosts} x {per_host} | {hosts * per_host} | " + " | ".join(cells) + " |")
     return lines
 
 
-def published_table(fitted, fusion_threshold):
+def published_table(fitted, settings):
     lines = ["| model | gradients MiB | compute per step ms | " + " | ".join(MODES) +
              " | Horovod, published |", "|---|---:|---:|" + "---:|" * len(MODES) + "---:|"]
     for w in WORKLOADS:
-        cells = [f"{efficiency(fitted, w, 128, 4, RATES['25 Gbit/s'], *mode, fusion_threshold):.0%}"
+        cells = [f"{efficiency(fitted, w, 128, 4, RATES['25 Gbit/s'], *mode, settings):.0%}"
                  for mode in MODES.values()]
         published = f"{w.horovod_512_efficiency:.0%}" if w.horovod_512_efficiency else "-"
         lines.append(f"| {w.name} | {w.gradient_bytes / 2**20:.1f} | {w.compute_seconds * 1e3:.0f} | "
@@ -79,22 +77,22 @@ def published_table(fitted, fusion_threshold):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-host", type=int, action="append", help="ranks per host (default 4 and 8)")
-    parser.add_argument("--fusion-threshold", type=int, default=DEFAULT_FUSION_THRESHOLD,
+    parser.add_argument("--fusion-threshold", type=int, default=ab.Settings().fusion_threshold,
                         help="bytes per fused buffer (default: mpirep's default)")
     add_file_arguments(parser)
     args = parser.parse_args()
     fitted = fit_quiet_files(args).fitted
-    resnet, threshold = WORKLOADS[0], args.fusion_threshold
-    fusion = f"fusion threshold {human_bytes(threshold)}"
+    resnet, settings = WORKLOADS[0], ab.Settings(fusion_threshold=args.fusion_threshold)
+    fusion = f"fusion threshold {human_bytes(settings.fusion_threshold)}"
     for per_host in args.per_host or [4, 8]:
         print(f"\nAllreduce of the {resnet.name} gradients ({resnet.gradient_bytes / 2**20:.1f} MiB, "
               f"{fusion}), {per_host} ranks per host:\n")
-        print("\n".join(allreduce_table(fitted, per_host, resnet, threshold)))
+        print("\n".join(allreduce_table(fitted, per_host, resnet, settings)))
         print(f"\nScaling efficiency of a {resnet.name} step ({resnet.compute_seconds * 1e3:.0f} ms of "
               f"compute, {fusion}), {per_host} ranks per host:\n")
-        print("\n".join(efficiency_table(fitted, per_host, resnet, threshold)))
+        print("\n".join(efficiency_table(fitted, per_host, resnet, settings)))
     print(f"\n512 ranks = 128 hosts x 4 over 25 Gbit/s, {fusion}, beside Horovod's 512-GPU figures:\n")
-    print("\n".join(published_table(fitted, threshold)))
+    print("\n".join(published_table(fitted, settings)))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,11 @@ import alpha_beta as ab  # noqa: E402
 
 INTRA = ab.Link(alpha=3e-6, beta=2e-10)
 INTER = ab.Link(alpha=40e-6, beta=8e-9)
-MIB = 1 << 20
+# a network faster than the hosts' memory
+FAST_NET = ab.Link(1e-6, 1e-11)
+KIB, MIB = 1 << 10, 1 << 20
 CHUNK = MIB
+SMALL = 64 * KIB
 # 100 MiB of gradients in 50 tensors of 2 MiB
 GRADS = [2 * MIB] * 50
 
@@ -21,12 +24,21 @@ def cluster(hosts, per_host, cores=1 << 30):
     return ab.Cluster(hosts, per_host, INTRA, INTER, cores)
 
 
+def settings(fusion_threshold, small_allreduce_bytes=SMALL):
+    return ab.Settings(fusion_threshold, CHUNK, small_allreduce_bytes)
+
+
+def hop(link, nbytes):
+    return link.alpha + nbytes * link.beta
+
+
 @pytest.mark.parametrize("hierarchical", [False, True])
 def test_one_rank_costs_nothing(hierarchical):
     one = cluster(1, 1)
-    assert ab.allreduce(64 * MIB, one, hierarchical) == 0.0
-    assert ab.negotiation_round(one) == 0.0
-    step = ab.training_step(0.1, 0.6, GRADS, one, 2 * MIB, CHUNK, overlap=False, hierarchical=hierarchical)
+    assert ab.allreduce(64 * MIB, one, hierarchical=hierarchical) == 0.0
+    assert ab.allreduce(4 * KIB, one, hierarchical=hierarchical) == 0.0
+    assert ab.cached_round(one) == 0.0 and ab.slow_round(one) == 0.0
+    step = ab.training_step(0.1, 0.6, GRADS, one, settings(2 * MIB), overlap=False, hierarchical=hierarchical)
     assert step.efficiency == 1.0 and step.exposed == 0.0
 
 
@@ -42,9 +54,9 @@ def test_flat_ring_across_hosts_runs_at_its_slowest_hop():
     n = 8 * MIB
     assert ab.flat_allreduce(n, cluster(2, 2)) == pytest.approx(6 * (40e-6 + n / 4 * 8e-9))
     # a network faster than the hosts' memory: the hops within a host set the pace
-    fast_net = ab.Cluster(2, 2, INTRA, ab.Link(1e-6, 1e-11))
+    fast_net = ab.Cluster(2, 2, INTRA, FAST_NET)
     assert ab.flat_allreduce(n, fast_net) == pytest.approx(6 * (3e-6 + n / 4 * 2e-10))
-    assert ab.flat_allreduce(n, ab.Cluster(2, 1, INTRA, ab.Link(1e-6, 1e-11))) == pytest.approx(
+    assert ab.flat_allreduce(n, ab.Cluster(2, 1, INTRA, FAST_NET)) == pytest.approx(
         2 * (1e-6 + n / 2 * 1e-11))
 
 
@@ -72,9 +84,83 @@ def test_hierarchical_pays_fewer_inter_host_latencies():
     assert ab.hierarchical_allreduce(256 * MIB, big) < ab.flat_allreduce(256 * MIB, big)
 
 
-def test_negotiation_round():
-    assert ab.negotiation_round(cluster(1, 4)) == pytest.approx(6 * 3e-6 + 2 * 3e-6)
-    assert ab.negotiation_round(cluster(4, 2)) == pytest.approx(14 * 3e-6 + 2 * 40e-6)
+@pytest.mark.parametrize("p,steps", [(2, 1), (3, 3), (4, 2), (5, 4), (7, 4), (8, 3), (9, 5), (16, 4)])
+@pytest.mark.parametrize("nbytes", [0, 4 * KIB, 8 * MIB])
+def test_doubling_on_one_host_is_log2_p2_exchanges_plus_hand_in_and_back(p, steps, nbytes):
+    # p2 = the largest power of two <= p; log2(p2) exchanges of all n bytes, + 2 unless p == p2
+    assert ab.doubling_allreduce(nbytes, cluster(1, p)) == pytest.approx(steps * hop(INTRA, nbytes))
+    # oversubscribed: p ranks on 1 core take turns at every step
+    assert ab.doubling_allreduce(nbytes, cluster(1, p, cores=1)) == pytest.approx(
+        steps * hop(INTRA, nbytes) * p)
+
+
+def test_doubling_steps_cross_hosts_where_the_partner_is_on_another_host():
+    # 4 ranks per host: the exchanges with rank ^ 1 and ^ 2 stay in the host, ^ 4 and ^ 8 cross
+    assert ab.doubling_steps(16, 4) == ((True, False),) * 2 + ((False, True),) * 2
+    # one rank per host: every step crosses, hand-in and hand-back included
+    assert ab.doubling_steps(3, 1) == ((False, True),) * 3
+    # 2 hosts x 3: rank 4 -> 0 and 5 -> 1 cross; ^ 1 pairs 0-1 (host 0) and 2-3 (hosts 0, 1);
+    # ^ 2 pairs 0-2 (host 0) and 1-3 (hosts 0, 1)
+    assert ab.doubling_steps(6, 3) == ((False, True), (True, True), (True, True), (False, True))
+    assert ab.doubling_steps(1, 1) == ()
+
+
+def test_doubling_across_hosts_takes_the_slowest_hop_of_each_step():
+    n = 16 * KIB
+    assert ab.doubling_allreduce(n, cluster(4, 2)) == pytest.approx(hop(INTRA, n) + 2 * hop(INTER, n))
+    assert ab.doubling_allreduce(n, cluster(3, 1)) == pytest.approx(3 * hop(INTER, n))
+    # mixed steps (some pairs within a host, some across) go at the slower of the two hops
+    assert ab.doubling_allreduce(n, cluster(2, 3)) == pytest.approx(4 * hop(INTER, n))
+    fast_net = ab.Cluster(2, 3, INTRA, FAST_NET)
+    assert ab.doubling_allreduce(n, fast_net) == pytest.approx(2 * hop(FAST_NET, n) + 2 * hop(INTRA, n))
+
+
+@pytest.mark.parametrize("p", [3, 4, 5, 8])
+def test_small_allreduces_go_by_doubling_from_three_ranks(p):
+    c = cluster(1, p)
+    assert ab.allreduce(SMALL, c, settings(2 * MIB)) == pytest.approx(ab.doubling_allreduce(SMALL, c))
+    assert ab.allreduce(SMALL + 1, c, settings(2 * MIB)) == pytest.approx(ab.flat_allreduce(SMALL + 1, c))
+    assert ab.allreduce(4 * KIB, c, settings(2 * MIB, small_allreduce_bytes=0)) == pytest.approx(
+        ab.flat_allreduce(4 * KIB, c))
+    # the hierarchical allreduce never switches to doubling
+    assert ab.allreduce(4 * KIB, cluster(2, p), settings(2 * MIB), hierarchical=True) == pytest.approx(
+        ab.hierarchical_allreduce(4 * KIB, cluster(2, p)))
+
+
+def test_two_ranks_use_the_ring_even_for_small_allreduces():
+    for c, link in ((cluster(1, 2), INTRA), (cluster(2, 1), INTER)):
+        ring = 2 * hop(link, 2 * KIB)
+        assert ab.allreduce(4 * KIB, c, settings(2 * MIB)) == pytest.approx(ring)
+        # doubling would be one exchange of all 4 KiB: one alpha fewer
+        assert ab.doubling_allreduce(4 * KIB, c) == pytest.approx(ring - link.alpha)
+
+
+def test_cached_round_is_the_agreement_alone_one_alpha_per_doubling_step():
+    assert ab.cached_round(cluster(1, 2)) == pytest.approx(3e-6)
+    assert ab.cached_round(cluster(1, 4)) == pytest.approx(2 * 3e-6)
+    assert ab.cached_round(cluster(1, 5)) == pytest.approx(4 * 3e-6)
+    assert ab.cached_round(cluster(1, 4, cores=2)) == pytest.approx(2 * 3e-6 * 2)
+    assert ab.cached_round(cluster(4, 2)) == pytest.approx(3e-6 + 2 * 40e-6)
+    assert ab.cached_round(cluster(128, 4)) == pytest.approx(2 * 3e-6 + 7 * 40e-6)
+
+
+def test_slow_round_adds_rank_0s_requests_and_responses_to_the_agreement():
+    assert ab.slow_round(cluster(1, 4)) == pytest.approx(2 * 3e-6 + 6 * 3e-6 + 2 * 3e-6)
+    assert ab.slow_round(cluster(4, 2)) == pytest.approx((3e-6 + 2 * 40e-6) + 14 * 3e-6 + 2 * 40e-6)
+    assert ab.slow_round(cluster(2, 1)) == pytest.approx(40e-6 + 2 * 3e-6 + 2 * 40e-6)
+    # at 512 ranks (128 hosts x 4) the slow phase costs 11 times the cached round here
+    big = cluster(128, 4)
+    assert ab.slow_round(big) - ab.cached_round(big) == pytest.approx(1022 * 3e-6 + 2 * 40e-6)
+
+
+@pytest.mark.parametrize("hierarchical", [False, True])
+def test_blocking_allreduce_is_a_round_and_the_collective(hierarchical):
+    c, n = cluster(2, 2), 4 * KIB
+    collective = ab.allreduce(n, c, settings(2 * MIB), hierarchical)
+    assert ab.blocking_allreduce(n, c, cached=True, settings=settings(2 * MIB), hierarchical=hierarchical) \
+        == pytest.approx(ab.cached_round(c) + collective)
+    assert ab.blocking_allreduce(n, c, cached=False, settings=settings(2 * MIB), hierarchical=hierarchical) \
+        == pytest.approx(ab.slow_round(c) + collective)
 
 
 def test_fused_buffers_pack_in_order_like_the_fusion_planner():
@@ -88,40 +174,55 @@ def test_fused_buffers_pack_in_order_like_the_fusion_planner():
     assert ab.fused_buffers([0], 8 * k, 32 * k) == [[0]]
 
 
-def test_gradient_round_is_one_round_and_collective_per_buffer():
+@pytest.mark.parametrize("cached", [True, False])
+def test_gradient_round_is_one_round_and_collective_per_buffer(cached):
     c = cluster(2, 2)
-    total, last = ab.gradient_round([MIB, MIB, MIB, MIB, MIB], c, 2 * MIB, CHUNK)
-    one = lambda b: ab.negotiation_round(c) + ab.flat_allreduce(b, c)  # noqa: E731
+    total, last = ab.gradient_round([MIB, MIB, MIB, MIB, MIB], c, settings(2 * MIB), cached=cached)
+    negotiation = ab.cached_round(c) if cached else ab.slow_round(c)
+    one = lambda b: negotiation + ab.flat_allreduce(b, c)  # noqa: E731
     assert total == pytest.approx(2 * one(2 * MIB) + one(MIB))
     assert last == pytest.approx(one(MIB))
+
+
+def test_a_fused_buffer_goes_by_doubling_when_its_total_is_small():
+    c = cluster(1, 4)
+    total, last = ab.gradient_round([16 * KIB, 16 * KIB, 48 * KIB], c, settings(64 * KIB))
+    # 32 KiB fused by doubling (2 exchanges), then 48 KiB alone (it would take the buffer past
+    # 64 KiB), also by doubling
+    assert total == pytest.approx(
+        2 * ab.cached_round(c) + 2 * hop(INTRA, 32 * KIB) + 2 * hop(INTRA, 48 * KIB))
+    assert last == pytest.approx(ab.cached_round(c) + 2 * hop(INTRA, 48 * KIB))
+    # a fused total over small_allreduce_bytes takes the ring although each tensor is small
+    total = ab.gradient_round([48 * KIB, 48 * KIB], c, settings(2 * MIB))[0]
+    assert total == pytest.approx(ab.cached_round(c) + 6 * hop(INTRA, 24 * KIB))
 
 
 def test_a_fused_buffer_also_pays_two_copies_of_its_bytes():
     copying = ab.Cluster(1, 4, INTRA, INTER, cores_per_host=2, copy=1e-10)
     plain = ab.Cluster(1, 4, INTRA, INTER, cores_per_host=2)
-    fused = ab.gradient_round([MIB, MIB], copying, 2 * MIB, CHUNK)[0]
-    assert fused == pytest.approx(ab.gradient_round([MIB, MIB], plain, 2 * MIB, CHUNK)[0]
+    fused = ab.gradient_round([MIB, MIB], copying, settings(2 * MIB))[0]
+    assert fused == pytest.approx(ab.gradient_round([MIB, MIB], plain, settings(2 * MIB))[0]
                                   + 2 * 2 * MIB * 1e-10 * 2)  # x2: 4 ranks on 2 cores
     alone = [8 * MIB]  # at least chunk x p: reduced in place, no copies
-    assert ab.gradient_round(alone, copying, 2 * MIB, CHUNK)[0] == pytest.approx(
-        ab.gradient_round(alone, plain, 2 * MIB, CHUNK)[0])
+    assert ab.gradient_round(alone, copying, settings(2 * MIB))[0] == pytest.approx(
+        ab.gradient_round(alone, plain, settings(2 * MIB))[0])
 
 
 def test_training_step_without_overlap_adds_all_communication():
     c = cluster(4, 4)
-    comm, _ = ab.gradient_round(GRADS, c, 4 * MIB, CHUNK)
-    step = ab.training_step(0.25, 0.6, GRADS, c, 4 * MIB, CHUNK, overlap=False)
+    comm, _ = ab.gradient_round(GRADS, c, settings(4 * MIB))
+    step = ab.training_step(0.25, 0.6, GRADS, c, settings(4 * MIB), overlap=False)
     assert step.seconds == pytest.approx(0.25 + comm)
     assert step.efficiency == pytest.approx(0.25 / (0.25 + comm))
 
 
 def test_overlap_hides_communication_up_to_the_backward_time_but_not_the_last_buffer():
     c = cluster(4, 4)
-    comm, last = ab.gradient_round(GRADS, c, 4 * MIB, CHUNK)
+    comm, last = ab.gradient_round(GRADS, c, settings(4 * MIB))
     assert comm > 0.01
-    slow = ab.training_step(comm / 2, 1.0, GRADS, c, 4 * MIB, CHUNK)  # backward shorter than comm
+    slow = ab.training_step(comm / 2, 1.0, GRADS, c, settings(4 * MIB))  # backward shorter than comm
     assert slow.exposed == pytest.approx(comm / 2)
-    fast = ab.training_step(comm * 10, 0.5, GRADS, c, 4 * MIB, CHUNK)  # backward covers it all
+    fast = ab.training_step(comm * 10, 0.5, GRADS, c, settings(4 * MIB))  # backward covers it all
     assert fast.exposed == pytest.approx(last)
 
 
@@ -130,7 +231,7 @@ def test_overlap_hides_communication_up_to_the_backward_time_but_not_the_last_bu
 @pytest.mark.parametrize("hierarchical", [False, True])
 def test_efficiency_is_at_most_one_and_overlap_never_hurts(hosts, per_host, overlap, hierarchical):
     c = cluster(hosts, per_host)
-    args = (0.2, 0.6, GRADS, c, 2 * MIB, CHUNK)
+    args = (0.2, 0.6, GRADS, c, settings(2 * MIB))
     step = ab.training_step(*args, overlap=overlap, hierarchical=hierarchical)
     assert 0 < step.efficiency <= 1
     assert math.isclose(step.seconds, 0.2 + step.exposed)
@@ -148,4 +249,6 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="no tensors"):
         ab.fused_buffers([], 10, 10)
     with pytest.raises(ValueError, match="backward_fraction"):
-        ab.training_step(0.1, 1.5, [10], cluster(1, 2), 2 * MIB, CHUNK)
+        ab.training_step(0.1, 1.5, [10], cluster(1, 2), settings(2 * MIB))
+    with pytest.raises(ValueError, match="-1 bytes"):
+        ab.doubling_allreduce(-1, cluster(1, 3))
