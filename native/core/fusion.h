@@ -14,7 +14,9 @@ namespace mpirep {
 //
 // Fusion saves the fixed cost of a ring pass, and costs two copies of every byte (packing and
 // unpacking). Past `solo_bytes` the copies cost more than a pass, so a tensor that large runs
-// alone, reduced straight from its input into its output.
+// alone, reduced straight from its input into its output. (On shared memory at 2 ranks the
+// copies of ResNet-50's 17 MiB of gradients between 128 KiB and 2 MiB cost 10-15% of its
+// round, the pass each of them saves far less.)
 std::vector<Response> PlanFusion(std::vector<Response> ready, int64_t threshold, int64_t solo_bytes);
 
 }  // namespace mpirep

@@ -178,7 +178,7 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
     if (!ready.empty()) holding_since_.reset();
   }
   // Every rank plans the same batches from the same list; each runs those of its sets.
-  return PlanFusion(std::move(ready), config_.fusion_threshold, config_.chunk_bytes * size_);
+  return PlanFusion(std::move(ready), config_.fusion_threshold, SoloBytes());
 }
 
 RequestList Negotiator::TakeRequests() {
@@ -207,7 +207,7 @@ ResponseList Negotiator::Decide(Clock::time_point) {
   ResponseList list;
   if (!hold_ || !coordinator_->HasPending()) {
     // A tensor with at least a chunk per ring segment already pipelines fully on its own.
-    list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold, config_.chunk_bytes * size_);
+    list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold, SoloBytes());
   }
   if (!list.responses.empty()) holding_since_.reset();
   list.retune.swap(proposed_);

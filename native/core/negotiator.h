@@ -113,6 +113,10 @@ class Negotiator {
   void TrackPartial(const RoundWords& agreed, Clock::time_point now);  // rank 0
   bool CoordinatorHasNews(Clock::time_point now);  // rank 0
   Clock::duration DemoteAfter() const;
+  // The size from which an allreduce runs alone rather than packed with others (fusion.h):
+  // where each of its ring steps carries small_allreduce_bytes or more, past which a message is
+  // no longer latency-bound and packing's two copies cost more than the pass they save.
+  int64_t SoloBytes() const { return config_.small_allreduce_bytes * size_; }
 
   const int rank_, size_;
   Config config_;

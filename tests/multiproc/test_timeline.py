@@ -19,7 +19,7 @@ TRANSFERS = {"RING_ALLREDUCE", "DOUBLING_ALLREDUCE"}
 
 def small_transfer(ranks):
     """The small tensors (80 bytes together) go by recursive doubling from 3 ranks on (the
-    default small_allreduce_bytes is 64 KiB), by the ring below; the large one (128 KiB) always
+    default small_allreduce_bytes is 64 KiB), by the ring below; the large one (256 KiB) always
     by the ring."""
     return "DOUBLING_ALLREDUCE" if ranks >= 3 else "RING_ALLREDUCE"
 
@@ -61,7 +61,7 @@ def check_step_tracks(events, ranks, steps):
             for span, following in zip(operation, operation[1:]):
                 assert span["ts"] + span["dur"] == pytest.approx(following["ts"], abs=2e-3), (name, span, following)
             transfer = next(span for span in operation if span["name"] in TRANSFERS)
-            assert transfer["args"]["tensor_bytes"] == (16384 * 8 if name == "large" else 5 * 4)
+            assert transfer["args"]["tensor_bytes"] == (32768 * 8 if name == "large" else 5 * 4)
     if ranks > 1:
         # the small tensors of each step share one ring pass (and its packing and unpacking)
         for step in range(steps):

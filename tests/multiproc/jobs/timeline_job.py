@@ -26,7 +26,7 @@ import numpy as np
 import mpirep
 
 SMALL = 4
-LARGE_ELEMENTS = 16384  # 128 KiB of float64: past chunk_bytes * ranks, so it runs alone
+LARGE_ELEMENTS = 32768  # 256 KiB of float64: small_allreduce_bytes (64 KiB) x 4 ranks, so it runs alone
 CHUNK_BYTES = 4096
 
 
