@@ -16,7 +16,7 @@ int64_t Backoff::NextWaitMicros() {
     spinning_since_.at = now;
   }
   if (now - spinning_since_.at < spin_) {
-    std::this_thread::yield();
+    if (now - spinning_since_.at >= kBusyPoll) std::this_thread::yield();
     return 0;
   }
   const int64_t wait = sleep_us_;

@@ -1,8 +1,11 @@
 // How the background thread waits for something it can only poll for (an MPI request, a
-// message from another rank) without holding a core that the framework computes on: poll and
-// yield the CPU for a short window, then sleep for intervals that double up to a cap. Sleeping
-// is coarse (on virtual machines a sleep of 1 us often lasts 50-100 us), so waits expected to
-// end soon spin-yield, and only long waits sleep.
+// message from another rank) without holding a core that the framework computes on: poll
+// without yielding for a few microseconds, then poll and yield the CPU for a short window, then
+// sleep for intervals that double up to a cap. A message between ranks in step arrives within
+// the first few microseconds, and a yield is a system call that costs about one (more where it
+// switches threads), so the first polls do not yield. Sleeping is coarse (on virtual machines a
+// sleep of 1 us often lasts 50-100 us), so waits expected to end soon spin-yield, and only long
+// waits sleep.
 #pragma once
 
 #include <chrono>
@@ -31,6 +34,7 @@ class Backoff {
 
  private:
   static constexpr int64_t kFirstSleepMicros = 20;
+  static constexpr std::chrono::microseconds kBusyPoll{5};
   using Clock = std::chrono::steady_clock;
   struct Start {
     bool set = false;
