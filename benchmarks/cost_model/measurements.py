@@ -18,7 +18,6 @@ RESNET50_TENSOR_BYTES = [4 * math.prod(s) for s in reversed(SHAPES)]
 SHM = HERE / "measurements" / "shm.json"
 HOSTS = HERE / "measurements" / "hosts-1gbit.json"
 COPY = HERE / "measurements" / "copy.json"
-QUIET_SHM = HERE / "measurements" / "shm-quiet-run_all.json"
 
 
 @dataclass(frozen=True)
