@@ -85,9 +85,9 @@ class Fitted:
     def inter_at(self, rate):
         """A projected inter-host link of `rate` bits per second: mpirep's software costs per
         message and per byte, as shared memory (pure software) measures them, plus a wire that
-        moves 8 bits per byte at `rate`. The emulated link's own fit is not used: on this
-        shared machine its alpha is mostly the scheduler's delay in waking the ranks of the
-        namespaces, which a real host does not pay."""
+        moves 8 bits per byte at `rate`. The emulated link's own fit is not used: that link is
+        a token bucket on virtual interfaces of this one machine, not a wire (small transfers
+        pass free of its rate), and its hosts share this machine's cores."""
         return ab.Link(self.intra.alpha, self.intra.beta + 8 / rate)
 
     def predict(self, point):
