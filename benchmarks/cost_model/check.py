@@ -14,14 +14,18 @@ from fit import INTER_FIT, INTRA_FIT, add_file_arguments, fit_files
 from units import human_bytes
 
 
+def over_passes(meta):
+    return "one pass" if meta["passes"] == 1 else f"median of {meta['passes']} passes"
+
+
 def fitted_lines(fitted, shm_meta, host_meta):
     i, e = fitted.intra, fitted.inter
     return [
         "| link | fitted on | alpha, us per message | beta, ns per byte | bandwidth, GB/s |",
         "|---|---|---:|---:|---:|",
-        f"| intra (shared memory) | {INTRA_FIT}, median of {shm_meta['passes']} passes | "
+        f"| intra (shared memory) | {INTRA_FIT}, {over_passes(shm_meta)} | "
         f"{i.alpha * 1e6:.1f} | {i.beta * 1e9:.3f} | {1e-9 / i.beta:.2f} |",
-        f"| inter ({host_meta['rate']} emulated link) | {INTER_FIT}, median of {host_meta['passes']} passes "
+        f"| inter ({host_meta['rate']} emulated link) | {INTER_FIT}, {over_passes(host_meta)} "
         f"| {e.alpha * 1e6:.1f} | "
         f"{e.beta * 1e9:.3f} | {1e-9 / e.beta:.3f} |",
         f"| memory copy (fusion's packing) | measured by memcpy.py, not fitted | | "
@@ -29,23 +33,27 @@ def fitted_lines(fitted, shm_meta, host_meta):
     ]
 
 
+def what(point):
+    return f"allreduce {human_bytes(point.nbytes)}" if point.kind == "sweep" else "ResNet-50 round"
+
+
 def check_lines(points, fitted, tolerance):
+    """The check's table (Markdown lines), and its misses: (point, predicted seconds, error) for
+    each prediction more than `tolerance` off."""
     lines = ["| configuration | what | load average | predicted ms | measured ms | error |",
              "|---|---|---:|---:|---:|---:|"]
-    failures = []
+    misses = []
     for p in sorted(points, key=lambda p: (p.layout.hosts, p.layout.per_host, p.layout.hierarchical,
                                            p.kind, p.nbytes)):
         predicted = fitted.predict(p)
         error = predicted / p.seconds - 1
-        what = f"allreduce {human_bytes(p.nbytes)}" if p.kind == "sweep" else "ResNet-50 round"
         fitted_on = p.kind == "sweep" and p.layout in (INTRA_FIT, INTER_FIT)
         mark = " (fitted)" if fitted_on else ""
-        lines.append(f"| {p.layout}{mark} | {what} | {p.load_average:.1f} | {predicted * 1e3:.3f} "
+        lines.append(f"| {p.layout}{mark} | {what(p)} | {p.load_average:.1f} | {predicted * 1e3:.3f} "
                      f"| {p.seconds * 1e3:.3f} | {error:+.0%} |")
         if abs(error) > tolerance:
-            failures.append(f"{p.layout}, {what}: predicted {predicted * 1e3:.3f} ms, measured "
-                            f"{p.seconds * 1e3:.3f} ms ({error:+.0%})")
-    return lines, failures
+            misses.append((p, predicted, error))
+    return lines, misses
 
 
 def conditions(meta):
@@ -65,8 +73,10 @@ def main():
     fitted = m.fitted
     print("Measured:", conditions(m.shm_meta), ";", conditions(m.host_meta))
     print("\n".join(["", *fitted_lines(fitted, m.shm_meta, m.host_meta), ""]))
-    lines, failures = check_lines(m.shm_points + m.host_points, fitted, args.tolerance)
+    lines, misses = check_lines(m.shm_points + m.host_points, fitted, args.tolerance)
     print("\n".join(lines))
+    failures = [f"{p.layout}, {what(p)}: predicted {predicted * 1e3:.3f} ms, measured {p.seconds * 1e3:.3f} ms "
+                f"({error:+.0%})" for p, predicted, error in misses]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"intra": vars(fitted.intra), "inter": vars(fitted.inter),

@@ -4,9 +4,6 @@ with overlap and hierarchical allreduce); on the right every check of check.py, 
 against measured, with the +-25% band.
 
     python benchmarks/cost_model/draw.py [--out docs/benchmarks-cost-model.png] [--shm FILE] ...
-
-The projection uses the fit to the quiet shared-memory figures (--quiet-shm), the check the
-measurements named by --shm and --hosts.
 """
 import argparse
 from pathlib import Path
@@ -17,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import alpha_beta as ab  # noqa: E402
-from fit import add_file_arguments, fit_files, fit_quiet_files  # noqa: E402
+from fit import add_file_arguments, fit_files  # noqa: E402
 from scale_table import MODES, RATES, efficiency, host_counts  # noqa: E402
 from units import human_bytes  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
@@ -27,8 +24,8 @@ PNG = "benchmarks-cost-model.png"
 PER_HOST = 4
 
 
-def draw(measured, projection, out):
-    """measured: the check's measurements and their fit; projection: the Fitted to project."""
+def draw(measured, out):
+    """measured: the measurements and their fit (fit.Measured)."""
     fitted, shm_points, host_points = measured.fitted, measured.shm_points, measured.host_points
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
 
@@ -37,14 +34,14 @@ def draw(measured, projection, out):
     ranks = [h * PER_HOST for h in hosts]
     for (rate_name, rate), colour in zip(RATES.items(), ("tab:red", "tab:blue")):
         for (mode, flags), style in zip(MODES.items(), (":", "--", "-")):
-            left.plot(ranks, [efficiency(projection, resnet, h, PER_HOST, rate, *flags) for h in hosts],
+            left.plot(ranks, [efficiency(fitted, resnet, h, PER_HOST, rate, *flags) for h in hosts],
                       style, marker="o", color=colour, label=f"{rate_name}, {mode}")
     left.set_xscale("log", base=2)
     left.set_xticks(ranks, [str(r) for r in ranks])
     left.set_ylim(0, 1.02)
     left.set_xlabel(f"ranks ({PER_HOST} per host)")
     left.set_ylabel("scaling efficiency")
-    left.set_title(f"model (quiet fit): {resnet.name} step, {resnet.compute_seconds * 1e3:.0f} ms compute, "
+    left.set_title(f"model: {resnet.name} step, {resnet.compute_seconds * 1e3:.0f} ms compute, "
                    f"fusion {human_bytes(ab.Settings().fusion_threshold)}", fontsize=10)
     left.grid(True, alpha=0.3)
     left.legend(fontsize=8)
@@ -65,7 +62,7 @@ def draw(measured, projection, out):
     right.set_yscale("log")
     right.set_xlabel("measured ms")
     right.set_ylabel("predicted ms")
-    right.set_title(f"check (loaded machine): shared memory and 2 hosts over {measured.host_meta['rate']}",
+    right.set_title(f"check: shared memory and 2 hosts over {measured.host_meta['rate']}",
                     fontsize=10)
     right.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=8)
@@ -79,7 +76,7 @@ def main():
     parser.add_argument("--out", default=DOCS / PNG)
     add_file_arguments(parser)
     args = parser.parse_args()
-    draw(fit_files(args), fit_quiet_files(args).fitted, args.out)
+    draw(fit_files(args), args.out)
     print(f"wrote {args.out}")
 
 

@@ -18,7 +18,6 @@ of repeated 128 MiB copies), not fitted.
 The model is affine in the alpha and beta of one link, so its own functions give the columns of
 the least-squares problem: nothing of the formulas is restated here.
 """
-import argparse
 import dataclasses
 import re
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import alpha_beta as ab
-from measurements import COPY, HOSTS, QUIET_SHM, RESNET50_TENSOR_BYTES, SHM, Layout, copy_cost, load
+from measurements import COPY, HOSTS, RESNET50_TENSOR_BYTES, SHM, Layout, copy_cost, load
 
 INTRA_FIT = Layout(1, 2, False)
 INTER_FIT = Layout(2, 1, False)
@@ -86,9 +85,9 @@ class Fitted:
     def inter_at(self, rate):
         """A projected inter-host link of `rate` bits per second: mpirep's software costs per
         message and per byte, as shared memory (pure software) measures them, plus a wire that
-        moves 8 bits per byte at `rate`. The emulated link's own fit is not used: on this
-        shared machine its alpha is mostly the scheduler's delay in waking the ranks of the
-        namespaces, which a real host does not pay."""
+        moves 8 bits per byte at `rate`. The emulated link's own fit is not used: that link is
+        a token bucket on virtual interfaces of this one machine, not a wire (small transfers
+        pass free of its rate), and its hosts share this machine's cores."""
         return ab.Link(self.intra.alpha, self.intra.beta + 8 / rate)
 
     def predict(self, point):
@@ -123,8 +122,6 @@ def add_file_arguments(parser):
     parser.add_argument("--shm", default=SHM, help="shared-memory measurements (measure.py shm)")
     parser.add_argument("--hosts", default=HOSTS, help="emulated-host measurements (measure.py hosts)")
     parser.add_argument("--copy", default=COPY, help="the memory-copy cost (memcpy.py)")
-    parser.add_argument("--quiet-shm", default=QUIET_SHM,
-                        help="shared-memory figures from a quiet run, for the projections")
 
 
 def fit_files(args):
@@ -134,8 +131,3 @@ def fit_files(args):
     host_meta, host_points = load(hosts_path)
     fitted = fit(shm_points, host_points, shm_meta["cores"], host_meta["rate"], copy_cost(copy_path))
     return Measured(shm_meta, shm_points, host_meta, host_points, fitted)
-
-
-def fit_quiet_files(args):
-    """fit_files with the quiet shared-memory figures in place of --shm's."""
-    return fit_files(argparse.Namespace(**{**vars(args), "shm": args.quiet_shm}))

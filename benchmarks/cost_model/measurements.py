@@ -1,5 +1,6 @@
 """The measurements measure.py writes, reduced to one time per configuration and size: the
-median over the passes of mpirep's time (each pass's time is already a median over repeats)."""
+median over the passes of mpirep's time (each pass's time is already a median over repeats),
+and beside it the same median of MPI_Allreduce doing the same work in the same job."""
 import datetime
 import json
 import math
@@ -18,7 +19,6 @@ RESNET50_TENSOR_BYTES = [4 * math.prod(s) for s in reversed(SHAPES)]
 SHM = HERE / "measurements" / "shm.json"
 HOSTS = HERE / "measurements" / "hosts-1gbit.json"
 COPY = HERE / "measurements" / "copy.json"
-QUIET_SHM = HERE / "measurements" / "shm-quiet-run_all.json"
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class Point:
     seconds: float  # median over passes
     fusion_threshold: int | None  # the setting the run used, None for the default
     load_average: float  # median over the passes of the 1-minute load average as each job began
+    mpi_seconds: float  # median over passes of MPI_Allreduce on the sweep's buffer, or on each tensor in turn
 
 
 def moment():
@@ -55,19 +56,21 @@ def copy_cost(path=COPY):
 
 def load(path):
     data = json.loads(Path(path).read_text())
-    samples, loads = {}, {}
+    samples = {}
     for run in data["runs"]:
         layout = Layout(run["hosts"], run["per_host"], bool(run["hierarchical"]))
         result = run["result"]
         threshold = result["config"].get("fusion_threshold")
         if run["kind"] == "sweep":
-            timed = [(row["bytes"], row["mpirep_s"]) for row in result["rows"]]
+            timed = [(row["bytes"], row["mpirep_s"], row["mpi_s"]) for row in result["rows"]]
         else:
-            timed = [(sum(RESNET50_TENSOR_BYTES), result["seconds"]["mpirep"])]
-        for nbytes, seconds in timed:
+            seconds = result["seconds"]
+            timed = [(sum(RESNET50_TENSOR_BYTES), seconds["mpirep"], seconds["mpi_per_tensor"])]
+        for nbytes, mpirep_seconds, mpi_seconds in timed:
             key = (layout, run["kind"], nbytes, threshold)
-            samples.setdefault(key, []).append(seconds)
-            loads.setdefault(key, []).append(run["load_average"])
-    points = [Point(*key[:3], statistics.median(times), key[3], statistics.median(loads[key]))
-              for key, times in samples.items()]
+            samples.setdefault(key, []).append((mpirep_seconds, run["load_average"], mpi_seconds))
+    points = []
+    for (layout, kind, nbytes, threshold), passes in samples.items():
+        seconds, load_average, mpi_seconds = (statistics.median(column) for column in zip(*passes))
+        points.append(Point(layout, kind, nbytes, seconds, threshold, load_average, mpi_seconds))
     return data, points

@@ -1,5 +1,5 @@
 """The model projected to 512 ranks: N hosts x k ranks per host over 25 Gbit/s and 100 Gbit/s
-inter-host links, with mpirep's software costs fitted here to the quiet shared-memory figures
+inter-host links, with mpirep's software costs fitted here to the shared-memory measurements
 (fit.py, Fitted.inter_at: those costs per message and per byte, plus the wire's 8/rate). Prints
 Markdown tables: the allreduce time of a ResNet-50 gradient set, the scaling efficiency of a
 training step with and without overlap and hierarchical allreduce, and the model beside the
@@ -10,7 +10,7 @@ efficiencies Horovod published for 512 GPUs.
 import argparse
 
 import alpha_beta as ab
-from fit import add_file_arguments, fit_quiet_files
+from fit import add_file_arguments, fit_files
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
 
@@ -81,7 +81,7 @@ def main():
                         help="bytes per fused buffer (default: mpirep's default)")
     add_file_arguments(parser)
     args = parser.parse_args()
-    fitted = fit_quiet_files(args).fitted
+    fitted = fit_files(args).fitted
     resnet, settings = WORKLOADS[0], ab.Settings(fusion_threshold=args.fusion_threshold)
     fusion = f"fusion threshold {human_bytes(settings.fusion_threshold)}"
     for per_host in args.per_host or [4, 8]:

@@ -1,0 +1,91 @@
+"""How the cost model reads measure.py's files and how the report accounts for the check's misses
+(benchmarks/cost_model/measurements.py, misses.py), on made-up measurements; nothing is timed."""
+import json
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "cost_model"))
+import alpha_beta as ab  # noqa: E402
+import misses  # noqa: E402
+from fit import INTER_FIT, INTRA_FIT, Fitted  # noqa: E402
+from measurements import RESNET50_TENSOR_BYTES, Layout, Point, load  # noqa: E402
+
+KIB, MIB = 1 << 10, 1 << 20
+SIZES = [4 * KIB, 16 * KIB, 64 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB]
+FITTED = Fitted(intra=ab.Link(5e-6, 3e-10), inter=ab.Link(6e-6, 8e-9), inter_rate=1e9, machine_cores=2, copy=1e-10)
+CROWDED = Layout(1, 4, False)
+HIDDEN = Layout(2, 2, False)
+
+
+def test_load_takes_the_median_over_passes_of_mpirep_mpi_and_the_load_average(tmp_path):
+    def sweep(pass_, mpirep_s, mpi_s, load_average):
+        return {"kind": "sweep", "hosts": 1, "per_host": 3, "hierarchical": 0, "pass": pass_,
+                "load_average": load_average,
+                "result": {"config": {}, "rows": [{"bytes": 4096, "mpirep_s": mpirep_s, "mpi_s": mpi_s}]}}
+    resnet = {"kind": "resnet", "hosts": 2, "per_host": 1, "hierarchical": 1, "pass": 0, "load_average": 0.5,
+              "result": {"config": {"fusion_threshold": 1024},
+                         "seconds": {"mpirep": 0.8, "mpi_fused": 2.0, "mpi_per_tensor": 1.1}}}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"runs": [sweep(0, 1.0, 6.0, 3.0), sweep(1, 9.0, 4.0, 1.0), sweep(2, 2.0, 5.0, 2.0),
+                                         resnet]}))
+    _, points = load(path)
+    assert sorted(points, key=lambda p: p.kind) == [
+        Point(Layout(2, 1, True), "resnet", sum(RESNET50_TENSOR_BYTES), 0.8, 1024, 0.5, 1.1),
+        Point(Layout(1, 3, False), "sweep", 4096, 2.0, None, 2.0, 5.0)]
+
+
+def test_wire_seconds_are_the_bytes_across_hosts_at_the_shaped_rate():
+    def point(layout, nbytes):
+        return Point(layout, "sweep", nbytes, 1.0, None, 0.0, 1.0)
+    # 2 ranks: each sends n/2 twice; hierarchical 2 x 2: each host sends n/2 twice across
+    assert misses.wire_seconds(point(INTER_FIT, MIB), FITTED) == pytest.approx(MIB * 8e-9)
+    assert misses.wire_seconds(point(Layout(2, 2, True), MIB), FITTED) == pytest.approx(MIB * 8e-9)
+    # flat ring on 2 x 2: 6 steps of n/4, every one crossing
+    assert misses.wire_seconds(point(HIDDEN, 4 * MIB), FITTED) == pytest.approx(1.5 * 4 * MIB * 8e-9)
+    # nothing crosses on one host
+    assert misses.wire_seconds(point(CROWDED, MIB), FITTED) == 0.0
+
+
+def measured(layout, scale):
+    """A sweep and a ResNet-50 round on layout, mpirep taking `scale` times (and MPI twice) the size in
+    microseconds."""
+    sweeps = [Point(layout, "sweep", n, scale * n * 1e-6, None, 1.0, 2 * scale * n * 1e-6) for n in SIZES]
+    return sweeps + [Point(layout, "resnet", sum(RESNET50_TENSOR_BYTES), scale, None, 1.0, 4 * scale)]
+
+
+def miss(points, layout, nbytes, error):
+    p = next(p for p in points if p.layout == layout and p.nbytes == nbytes)
+    return p, FITTED.predict(p), error
+
+
+def test_each_kind_of_miss_gets_its_paragraph_with_its_figures():
+    points = measured(INTRA_FIT, 1.0) + measured(CROWDED, 3.0) + measured(INTER_FIT, 10.0) + measured(HIDDEN, 50.0)
+    found = [miss(points, CROWDED, 4 * KIB, -0.6), miss(points, HIDDEN, 4 * KIB, -0.9),
+             miss(points, HIDDEN, 16 * KIB, -0.8), miss(points, HIDDEN, MIB, 0.4),
+             miss(points, INTER_FIT, 16 * KIB, 0.35), miss(points, INTRA_FIT, sum(RESNET50_TENSOR_BYTES), 0.3)]
+    crowded, hidden, link, other = misses.paragraphs(found, points, FITTED)
+    assert crowded.startswith("**More ranks than cores on one host.**")
+    assert "3.0x and 3.0x as long on 1 host x 4" in crowded and crowded.endswith("1 host x 4: 4 KiB (-60%).")
+    # the floor: the under-predicted misses on 2 x 2, 4 KiB and 16 KiB, mpirep 50 us per KiB, MPI twice
+    assert hidden.startswith("**Emulated hosts with more ranks than the machine has cores")
+    assert "4 ranks share 2 cores" in hidden
+    assert f"{4096 * 50e-3:.3g}-{16384 * 50e-3:.3g} ms with mpirep and {4096 * 0.1:.3g}-{16384 * 0.1:.3g} ms" in hidden
+    assert "on 2 hosts x 2, mpirep's 5.00x" in hidden and "MPI_Allreduce's 5.00x" in hidden
+    assert hidden.endswith("2 hosts x 2: 4 KiB (-90%), 16 KiB (-80%).")
+    # the over-predicted miss on 2 x 2 and the fitted link's miss
+    assert link.startswith("**The emulated link is a token bucket")
+    assert (f"2 hosts x 2 at 1 MiB took {MIB * 50e-3:.3g} ms, its bytes across hosts need "
+            f"{1.5 * MIB * 8e-6:.3g} ms") in link
+    assert link.endswith("2 hosts x 1: 16 KiB (+35%); 2 hosts x 2: 1 MiB (+40%).")
+    assert other == "**Not explained here:** 1 host x 2: ResNet-50 round (+30%)."
+    assert misses.paragraphs([], points, FITTED) == []
+
+
+def test_floor_table_has_a_row_per_layout_and_a_dash_where_nothing_was_measured():
+    points = measured(INTRA_FIT, 1.0) + [p for p in measured(HIDDEN, 50.0) if p.nbytes != MIB]
+    header, rule, first, second = misses.floor_table(points, FITTED)
+    assert header.count("mpirep, MPI, model ms") == 3
+    assert first.startswith("| 1 host x 2 | 1 | 4.1, 8.19, ")
+    assert second.startswith("| 2 hosts x 2 | 2 | 205, 410, ") and second.endswith(" | - |")
