@@ -77,8 +77,8 @@ thread (docs/core.md, "Threads"), so there is no hand-off to a background thread
 
 A set of gradients is reduced in fused buffers, packed as mpirep's fusion planner packs them
 (native/core/fusion.cc): in order, each tensor joins the open buffer if the buffer stays
-within the fusion threshold, else it opens a new one; a tensor of at least chunk_bytes x p
-runs alone. Each buffer costs a round and a collective, and a buffer of several tensors also
+within the fusion threshold, else it opens a new one; a tensor of at least
+small_allreduce_bytes x p runs alone. Each buffer costs a round and a collective, and a buffer of several tensors also
 two copies of its bytes (packing and unpacking), at the host's memory-copy cost `copy`
 seconds per byte (x oversubscription). Training submits the same gradients every step, so a
 step's rounds are cached rounds; only the first step's are slow.
@@ -137,8 +137,11 @@ class Cluster:
 class Settings:
     """The mpirep settings the model depends on; mpirep's own defaults (settings.def) unless given."""
     fusion_threshold: int = _DEFAULTS["fusion_threshold"]
-    chunk_bytes: int = _DEFAULTS["chunk_bytes"]
     small_allreduce_bytes: int = _DEFAULTS["small_allreduce_bytes"]
+
+    def solo_bytes(self, ranks):
+        """The size from which a tensor runs alone instead of packed (native/core/negotiator.h)."""
+        return self.small_allreduce_bytes * ranks
 
 
 def _check_bytes(nbytes):
@@ -249,8 +252,7 @@ def gradient_round(tensor_bytes, cluster, settings=Settings(), hierarchical=Fals
     (+ packing and unpacking where it holds several tensors). cached: the steady state of
     training, which submits the same gradients every step; False for the first step."""
     times = []
-    solo_bytes = settings.chunk_bytes * cluster.ranks
-    for tensors in fused_buffers(tensor_bytes, settings.fusion_threshold, solo_bytes):
+    for tensors in fused_buffers(tensor_bytes, settings.fusion_threshold, settings.solo_bytes(cluster.ranks)):
         nbytes = sum(tensors)
         packing = 2 * nbytes * cluster.copy * cluster.oversubscription if len(tensors) > 1 else 0.0
         times.append(blocking_allreduce(nbytes, cluster, cached=cached, settings=settings,

@@ -54,7 +54,7 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
   each call is a slow round; the ResNet-50 rounds repeat named gradients, so theirs are cached
   rounds, as a training step's are after the first.
 * A set of gradients is packed into buffers as the fusion planner packs them (in order, up
-  to the fusion threshold; a tensor of chunk_bytes x p or more alone), each buffer a round and
+  to the fusion threshold; a tensor of small_allreduce_bytes x p or more alone), each buffer a round and
   a collective, a buffer of several tensors also two copies of its bytes (packing, unpacking)
   at the memory-copy cost `memcpy.py` measures.
 * A training step: compute + exposed communication. Without overlap all communication is
@@ -82,7 +82,7 @@ def per_message_and_bytes(fitted, settings, hosts=128, per_host=4, rate="25 Gbit
                                             inter=ab.Link(0.0, cluster.inter.beta))
         total = ab.gradient_round(w.tensor_bytes, cluster, settings)[0]
         by_bytes = ab.gradient_round(w.tensor_bytes, free_messages, settings)[0]
-        buffers = len(ab.fused_buffers(w.tensor_bytes, settings.fusion_threshold, settings.chunk_bytes * cluster.ranks))
+        buffers = len(ab.fused_buffers(w.tensor_bytes, settings.fusion_threshold, settings.solo_bytes(cluster.ranks)))
         parts.append(f"{w.name}: {buffers} buffers, {(total - by_bytes) * 1e3:.0f} ms per message and "
                      f"{by_bytes * 1e3:.0f} ms per byte")
     return f"at {hosts} x {per_host} over {rate}, {'; '.join(parts)}"

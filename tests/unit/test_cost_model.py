@@ -14,7 +14,6 @@ INTER = ab.Link(alpha=40e-6, beta=8e-9)
 # a network faster than the hosts' memory
 FAST_NET = ab.Link(1e-6, 1e-11)
 KIB, MIB = 1 << 10, 1 << 20
-CHUNK = MIB
 SMALL = 64 * KIB
 # 100 MiB of gradients in 50 tensors of 2 MiB
 GRADS = [2 * MIB] * 50
@@ -25,7 +24,7 @@ def cluster(hosts, per_host, cores=1 << 30):
 
 
 def settings(fusion_threshold, small_allreduce_bytes=SMALL):
-    return ab.Settings(fusion_threshold, CHUNK, small_allreduce_bytes)
+    return ab.Settings(fusion_threshold, small_allreduce_bytes)
 
 
 def hop(link, nbytes):
@@ -176,12 +175,24 @@ def test_fused_buffers_pack_in_order_like_the_fusion_planner():
 
 @pytest.mark.parametrize("cached", [True, False])
 def test_gradient_round_is_one_round_and_collective_per_buffer(cached):
-    c = cluster(2, 2)
-    total, last = ab.gradient_round([MIB, MIB, MIB, MIB, MIB], c, settings(2 * MIB), cached=cached)
+    c = cluster(2, 2)  # tensors under the solo size, 64 KiB x 4 ranks; buffers past SMALL: the ring
+    total, last = ab.gradient_round([200 * KIB] * 5, c, settings(400 * KIB), cached=cached)
     negotiation = ab.cached_round(c) if cached else ab.slow_round(c)
     one = lambda b: negotiation + ab.flat_allreduce(b, c)  # noqa: E731
-    assert total == pytest.approx(2 * one(2 * MIB) + one(MIB))
-    assert last == pytest.approx(one(MIB))
+    assert total == pytest.approx(2 * one(400 * KIB) + one(200 * KIB))
+    assert last == pytest.approx(one(200 * KIB))
+
+
+def test_a_tensor_runs_alone_from_small_allreduce_bytes_per_rank():
+    c = cluster(1, 4)
+    assert ab.Settings(small_allreduce_bytes=64 * KIB).solo_bytes(4) == 256 * KIB
+    # 255 KiB joins the 1 KiB before it; 256 KiB runs alone, and the 1 KiB after it joins the
+    # first one's buffer, still open
+    joined = ab.gradient_round([KIB, 255 * KIB], c, settings(2 * MIB))[0]
+    assert joined == pytest.approx(ab.cached_round(c) + ab.flat_allreduce(256 * KIB, c))
+    apart = ab.gradient_round([KIB, 256 * KIB, KIB], c, settings(2 * MIB))[0]
+    assert apart == pytest.approx(2 * ab.cached_round(c) + ab.flat_allreduce(256 * KIB, c)
+                                  + ab.doubling_allreduce(2 * KIB, c))
 
 
 def test_a_fused_buffer_goes_by_doubling_when_its_total_is_small():
@@ -200,10 +211,10 @@ def test_a_fused_buffer_goes_by_doubling_when_its_total_is_small():
 def test_a_fused_buffer_also_pays_two_copies_of_its_bytes():
     copying = ab.Cluster(1, 4, INTRA, INTER, cores_per_host=2, copy=1e-10)
     plain = ab.Cluster(1, 4, INTRA, INTER, cores_per_host=2)
-    fused = ab.gradient_round([MIB, MIB], copying, settings(2 * MIB))[0]
-    assert fused == pytest.approx(ab.gradient_round([MIB, MIB], plain, settings(2 * MIB))[0]
-                                  + 2 * 2 * MIB * 1e-10 * 2)  # x2: 4 ranks on 2 cores
-    alone = [8 * MIB]  # at least chunk x p: reduced in place, no copies
+    fused = ab.gradient_round([100 * KIB, 100 * KIB], copying, settings(2 * MIB))[0]
+    assert fused == pytest.approx(ab.gradient_round([100 * KIB, 100 * KIB], plain, settings(2 * MIB))[0]
+                                  + 2 * 200 * KIB * 1e-10 * 2)  # x2: 4 ranks on 2 cores
+    alone = [8 * MIB]  # at least small_allreduce_bytes x p: reduced in place, no copies
     assert ab.gradient_round(alone, copying, settings(2 * MIB))[0] == pytest.approx(
         ab.gradient_round(alone, plain, settings(2 * MIB))[0])
 
