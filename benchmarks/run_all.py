@@ -133,8 +133,11 @@ def write_doc(results, fusion, costs, nps, load):
            "a baseline measured in the same run (ratio < 1: mpirep is faster). Bus bandwidth is "
            "bytes/time * 2(n-1)/n. Where ranks outnumber cores (np=4 on a 2-core machine) the "
            "figures measure oversubscribed scheduling as much as communication. The 1-minute load "
-           f"average was {load[0]:.1f} when the run began and {load[1]:.1f} when it ended: other "
-           "work on the machine shows up in every figure, baselines included.", ""]
+           f"average was {load[0]:.1f} when the run began and {load[1]:.1f} when it ended (it "
+           "counts the benchmarks' own ranks, up to 32 of them at the end); any other work on the "
+           "machine shows up in every figure, baselines included. The same targets across several "
+           "quiet runs, and how the machine's two states move them: \"Issue 12 across quiet runs\" "
+           "below.", ""]
     if 2 in nps:
         doc += ["## Against the targets (np=2)", "", *targets_table(results, 2), ""]
     doc += ["## Allreduce sweep (float32, Sum)", "",
@@ -177,7 +180,8 @@ COST_INTRO = [
 
 
 # Sections measured by other benchmarks and written by hand; regenerating keeps them.
-KEPT_FROM = "## TensorFlow"
+# Everything from this line of docs/benchmarks.md on is written by hand (or by other scripts) and kept.
+KEPT_FROM = "<!-- Sections below are not written by run_all.py; it keeps them. -->"
 
 
 def _kept_sections():
