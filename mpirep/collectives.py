@@ -161,9 +161,8 @@ def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor
 
 def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
     # The blocking forms skip the Handle: _submit returns once the operation has ended.
-    _, native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
-                        postscale_factor, None, process_set, blocking=True)
-    return native.result()
+    return _output(_submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
+                           postscale_factor, None, process_set, blocking=True)[1])
 
 
 def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -223,7 +222,7 @@ def allgather_async(x, name=None, process_set=0):
 
 
 def allgather(x, name=None, process_set=0):
-    return _submit("allgather", x, name, process_set=process_set, blocking=True)[1].result()
+    return _output(_submit("allgather", x, name, process_set=process_set, blocking=True)[1])
 
 
 def broadcast_async(x, root_rank, name=None, process_set=0):
@@ -234,8 +233,8 @@ def broadcast_async(x, root_rank, name=None, process_set=0):
 
 
 def broadcast(x, root_rank, name=None, process_set=0):
-    return _submit("broadcast", x, name, root_rank=root_rank, process_set=process_set,
-                   blocking=True)[1].result()
+    return _output(_submit("broadcast", x, name, root_rank=root_rank, process_set=process_set,
+                           blocking=True)[1])
 
 
 def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.0,
@@ -285,8 +284,7 @@ def join():
     broadcast from a rank that has joined, fail while a rank has joined. Returns the rank that
     joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
     issued different numbers of them before joining line up again."""
-    name, native = _submit("join", np.zeros(0, np.uint8), None, blocking=True)
-    last = synchronize(Handle(native, _last_joined_rank, name))
+    last = _last_joined_rank(_submit("join", np.zeros(0, np.uint8), None, blocking=True)[1])
     _counters.clear()
     return last
 
@@ -296,16 +294,14 @@ def add_process_set(ranks):
     of every collective. Collective over all ranks, which must pass the same ranks. Inside the
     set, ranks are numbered in increasing order from 0."""
     members = sorted(int(r) for r in ranks)
-    name, native = _submit("add_process_set", np.zeros(0, np.uint8), None, new_set_ranks=members,
-                           blocking=True)
-    return synchronize(Handle(native, _new_process_set, name))
+    return _new_process_set(_submit("add_process_set", np.zeros(0, np.uint8), None,
+                                    new_set_ranks=members, blocking=True)[1])
 
 
 def remove_process_set(process_set):
     """Removes a process set made by :func:`add_process_set`. Collective over all ranks."""
-    name, native = _submit("remove_process_set", np.zeros(0, np.uint8), None,
-                           removed_set=int(process_set), blocking=True)
-    synchronize(Handle(native, _wait, name))
+    _wait(_submit("remove_process_set", np.zeros(0, np.uint8), None, removed_set=int(process_set),
+                  blocking=True)[1])
 
 
 def process_set_ranks(process_set=0):
@@ -331,5 +327,4 @@ def process_set_rank(process_set=0):
 
 def barrier():
     """Returns once every rank has called barrier."""
-    name, native = _submit("barrier", np.zeros(0, np.uint8), None, blocking=True)
-    synchronize(Handle(native, _wait, name))
+    _wait(_submit("barrier", np.zeros(0, np.uint8), None, blocking=True)[1])

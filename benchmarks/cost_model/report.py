@@ -75,11 +75,11 @@ over: that link is a token bucket, not a wire (see "Where the model misses")."""
 def per_message_and_bytes(fitted, settings, hosts=128, per_host=4, rate="25 Gbit/s"):
     """What each workload's gradients cost per step on the flat ring, split into per-message costs
     (the alphas, negotiation's included) and per-byte costs (the betas and the copies)."""
+    cluster = projected_cluster(fitted, hosts, per_host, RATES[rate])
+    free_messages = dataclasses.replace(cluster, intra=ab.Link(0.0, cluster.intra.beta),
+                                        inter=ab.Link(0.0, cluster.inter.beta))
     parts = []
     for w in WORKLOADS:
-        cluster = projected_cluster(fitted, hosts, per_host, RATES[rate])
-        free_messages = dataclasses.replace(cluster, intra=ab.Link(0.0, cluster.intra.beta),
-                                            inter=ab.Link(0.0, cluster.inter.beta))
         total = ab.gradient_round(w.tensor_bytes, cluster, settings)[0]
         by_bytes = ab.gradient_round(w.tensor_bytes, free_messages, settings)[0]
         buffers = len(ab.fused_buffers(w.tensor_bytes, settings.fusion_threshold, settings.solo_bytes(cluster.ranks)))

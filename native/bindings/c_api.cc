@@ -120,7 +120,6 @@ int EnqueueAndWait(const mpirep_op_desc* desc, mpirep_allocate_fn allocate, mpir
   return status.ok() ? static_cast<int>(StatusCode::OK) : Report(status.code, status.message, error, error_size);
 }
 
-
 int GetNegotiationStats(mpirep_negotiation_stats* out) {
   std::shared_ptr<Runtime> runtime = CurrentRuntime();
   if (!runtime) return 0;

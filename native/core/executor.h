@@ -20,8 +20,8 @@ class Executor {
  public:
   // `chunk_bytes`: the unit of pipelining of the ring and of broadcast. `small_allreduce_bytes`:
   // the largest allreduce reduced by recursive doubling rather than the flat ring, at three
-  // ranks or more. `hosts`: the
-  // same ranks grouped by host, given only where every host has as many of them as the others.
+  // ranks or more. `hosts`: the same ranks grouped by host, given only where every host has as
+  // many of them as the others.
   // `hierarchical_allreduce`: the setting of that name (negative: auto, 0: off, positive: on).
   Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allreduce_bytes,
            std::optional<HostTransports> hosts = std::nullopt, int64_t hierarchical_allreduce = -1);
@@ -56,11 +56,11 @@ class Executor {
   // (other ranks depend on it) into scratch memory, and the op fails afterwards.
   void* Output(Operation& op, const Shape& shape, Status* status);
   // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or over the flat
-  // transport: the ring, or doubling for small buffers at three ranks or more (at two the ring
-  // already sends each half once each way; doubling would save one message's latency but
-  // reduce the whole buffer on both ranks, and measured no faster). Decided per collective from
-  // the settings, the same way on every rank.
+  // transport; decided per collective from the setting, the same way on every rank.
   bool Hierarchical() const;
+  // Over the flat transport: the ring, or doubling for small buffers at three ranks or more (at
+  // two the ring already sends each half once each way; doubling would save one message's
+  // latency but reduce the whole buffer on both ranks, and measured no faster).
   void ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                     const Ring::Epilogue& epilogue);
   // Averaging and postscaling, applied once to each fully reduced chunk on its owner.

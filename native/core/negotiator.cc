@@ -206,7 +206,6 @@ ResponseList Negotiator::Decide(Clock::time_point) {
   demoted_since_.clear();
   ResponseList list;
   if (!hold_ || !coordinator_->HasPending()) {
-    // A tensor with at least a chunk per ring segment already pipelines fully on its own.
     list.responses = PlanFusion(coordinator_->TakeReady(), config_.fusion_threshold, SoloBytes());
   }
   if (!list.responses.empty()) holding_since_.reset();
