@@ -34,8 +34,11 @@ def reduce_op_attribute(module, name):
 
 
 class Handle:
-    """An operation in flight; pass it to :func:`poll` or :func:`synchronize`. Dropping it (or
-    the input array) before the operation ends is safe: the core keeps the input alive."""
+    """An operation in flight whose result is not simply its output array (a group, alltoall's
+    received splits); pass it to :func:`poll` or :func:`synchronize`. An operation whose result
+    is its output array returns the core's own handle, which answers the same calls and has a
+    ``name`` too. Dropping either (or the input array) before the operation ends is safe: the
+    core keeps the input alive."""
 
     __slots__ = ("_native", "_finish", "name")
 
@@ -44,15 +47,21 @@ class Handle:
         self._finish = finish
         self.name = name
 
+    def poll(self):
+        return self._native.poll()
+
+    def synchronize(self):
+        return self._finish(self._native)
+
 
 def poll(handle):
     """Whether the operation has finished (successfully or not); never blocks."""
-    return handle._native.poll()
+    return handle.poll()
 
 
 def synchronize(handle):
     """Waits for the operation and returns its result, or raises its error."""
-    return handle._finish(handle._native)
+    return handle.synchronize()
 
 
 _counters = {}
@@ -89,7 +98,7 @@ def _dtype_code(dtype):
 
 def _submit(collective, x, name, op=0, root_rank=0, prescale=1.0, postscale=1.0, splits=None,
             process_set=0, group_size=0, new_set_ranks=None, removed_set=0, group="", blocking=False):
-    """Submits to the core; returns the operation's name and its native handle. `op`: a code.
+    """Submits to the core; returns its handle, which has the operation's name. `op`: a code.
     `blocking`: the caller synchronizes at once; the call returns when the operation has ended,
     this thread having run the core's rounds meanwhile, which saves two thread hand-offs."""
     session._require_init()
@@ -98,13 +107,11 @@ def _submit(collective, x, name, op=0, root_rank=0, prescale=1.0, postscale=1.0,
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     native = core()
-    name = _auto_name(collective, name, process_set)
-    handle_native = native.submit(  # positional: keyword parsing costs microseconds here
-        native.COLLECTIVES[collective], name, dtype_code, array, op, int(root_rank), float(prescale),
-        float(postscale), splits, int(process_set), group_size, new_set_ranks, removed_set, group,
-        blocking,
+    return native.submit(  # positional: keyword parsing costs microseconds here
+        native.COLLECTIVES[collective], _auto_name(collective, name, process_set), dtype_code, array,
+        op, int(root_rank), float(prescale), float(postscale), splits, int(process_set), group_size,
+        new_set_ranks, removed_set, group, blocking,
     )
-    return name, handle_native
 
 
 def _output(native):
@@ -154,15 +161,22 @@ def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor
     :func:`add_process_set`, 0 for all ranks); every rank gets the result. ``op`` defaults to
     Average (integer average is the floor of the mean). ``prescale_factor`` multiplies each
     input before the reduction, ``postscale_factor`` the result."""
-    name, native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
-                           postscale_factor, None, process_set)
-    return Handle(native, _output, name)
+    return _submit_allreduce(x, _auto_name("allreduce", name, process_set), op, prescale_factor,
+                             postscale_factor, process_set, False)
 
 
 def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
-    # The blocking forms skip the Handle: _submit returns once the operation has ended.
-    return _output(_submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
-                           postscale_factor, None, process_set, blocking=True)[1])
+    # The blocking forms skip the Handle: the submission returns once the operation has ended.
+    return _output(_submit_allreduce(x, _auto_name("allreduce", name, process_set), op,
+                                     prescale_factor, postscale_factor, process_set, True))
+
+
+def _submit_allreduce(x, name, op, prescale_factor, postscale_factor, process_set, blocking):
+    """_submit for an allreduce, on the core's own short path (training submits one per
+    gradient, often hundreds per step): the core converts ``x`` and looks up its dtype."""
+    session._require_init()
+    return core().submit_allreduce(x, name, _average_unless(op), float(prescale_factor),
+                                   float(postscale_factor), int(process_set), blocking)
 
 
 def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -181,9 +195,9 @@ def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor,
                                  group_size, group):
     """One allreduce of the group named ``group``, of ``group_size`` members (the core checks
     that every rank's group has that many; if not, every member fails on every rank)."""
-    name, native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
+    native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
                            postscale_factor, None, process_set, group_size, None, 0, group)
-    return Handle(native, _output, name)
+    return native
 
 
 class _GroupNative:
@@ -193,7 +207,7 @@ class _GroupNative:
         self.handles = handles
 
     def poll(self):
-        return all(h._native.poll() for h in self.handles)
+        return all(h.poll() for h in self.handles)
 
 
 def _group_outputs(native):
@@ -217,24 +231,24 @@ def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_fac
 def allgather_async(x, name=None, process_set=0):
     """Starts concatenating every rank's ``x`` along the first dimension, in rank order. The
     first dimension may differ between ranks; the others must match."""
-    name, native = _submit("allgather", x, name, process_set=process_set)
-    return Handle(native, _output, name)
+    native = _submit("allgather", x, name, process_set=process_set)
+    return native
 
 
 def allgather(x, name=None, process_set=0):
-    return _output(_submit("allgather", x, name, process_set=process_set, blocking=True)[1])
+    return _output(_submit("allgather", x, name, process_set=process_set, blocking=True))
 
 
 def broadcast_async(x, root_rank, name=None, process_set=0):
     """Starts sending ``root_rank``'s ``x`` to every rank (all ranks pass the same shape). In a
     process set, ``root_rank`` counts the set's ranks."""
-    name, native = _submit("broadcast", x, name, root_rank=root_rank, process_set=process_set)
-    return Handle(native, _output, name)
+    native = _submit("broadcast", x, name, root_rank=root_rank, process_set=process_set)
+    return native
 
 
 def broadcast(x, root_rank, name=None, process_set=0):
     return _output(_submit("broadcast", x, name, root_rank=root_rank, process_set=process_set,
-                           blocking=True)[1])
+                           blocking=True))
 
 
 def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.0,
@@ -243,9 +257,9 @@ def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.
     rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
     row more than the others. ``prescale_factor`` multiplies each input before the reduction,
     ``postscale_factor`` the result, as for allreduce."""
-    name, native = _submit("reducescatter", x, name, _average_unless(op), 0, prescale_factor,
+    native = _submit("reducescatter", x, name, _average_unless(op), 0, prescale_factor,
                            postscale_factor, None, process_set)
-    return Handle(native, _output, name)
+    return native
 
 
 def reducescatter(x, op=None, name=None, process_set=0, prescale_factor=1.0, postscale_factor=1.0):
@@ -269,8 +283,8 @@ def alltoall_async(x, splits=None, name=None, process_set=0):
         split_list = [array.shape[0] // size] * size
     else:
         split_list = np.asarray(splits, dtype=np.int64).reshape(-1).tolist()
-    name, native = _submit("alltoall", array, name, splits=split_list, process_set=process_set)
-    return Handle(native, _output if splits is None else _output_and_splits, name)
+    native = _submit("alltoall", array, name, splits=split_list, process_set=process_set)
+    return native if splits is None else Handle(native, _output_and_splits, native.name)
 
 
 def alltoall(x, splits=None, name=None, process_set=0):
@@ -284,7 +298,7 @@ def join():
     broadcast from a rank that has joined, fail while a rank has joined. Returns the rank that
     joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
     issued different numbers of them before joining line up again."""
-    last = _last_joined_rank(_submit("join", np.zeros(0, np.uint8), None, blocking=True)[1])
+    last = _last_joined_rank(_submit("join", np.zeros(0, np.uint8), None, blocking=True))
     _counters.clear()
     return last
 
@@ -295,13 +309,13 @@ def add_process_set(ranks):
     set, ranks are numbered in increasing order from 0."""
     members = sorted(int(r) for r in ranks)
     return _new_process_set(_submit("add_process_set", np.zeros(0, np.uint8), None,
-                                    new_set_ranks=members, blocking=True)[1])
+                                    new_set_ranks=members, blocking=True))
 
 
 def remove_process_set(process_set):
     """Removes a process set made by :func:`add_process_set`. Collective over all ranks."""
     _wait(_submit("remove_process_set", np.zeros(0, np.uint8), None, removed_set=int(process_set),
-                  blocking=True)[1])
+                  blocking=True))
 
 
 def process_set_ranks(process_set=0):
@@ -327,4 +341,4 @@ def process_set_rank(process_set=0):
 
 def barrier():
     """Returns once every rank has called barrier."""
-    _wait(_submit("barrier", np.zeros(0, np.uint8), None, blocking=True)[1])
+    _wait(_submit("barrier", np.zeros(0, np.uint8), None, blocking=True))

@@ -44,29 +44,23 @@ struct Completion {
   int new_process_set = 0;
   size_t element_size = 1;
   Shape shape;
-  void* output = nullptr;  // from the core's output pool; owned here until handed to numpy
+  void* output = nullptr;  // from the core's output pool; an output array's memory, returned with it
   size_t capacity = 0;
+  // The core's reference, from the enqueue until `done`, so that a Handle dropped early cannot
+  // free what the core still writes to.
+  std::shared_ptr<Completion> self;
   ~Completion() { Api().put_output_buffer(output, capacity); }
 };
 
-struct PooledBlock {
-  void* data;
-  size_t capacity;
-};
-
 void* AllocateOutput(void* user, int ndim, const int64_t* shape) {
-  Completion* c = static_cast<std::shared_ptr<Completion>*>(user)->get();
+  Completion* c = static_cast<Completion*>(user);
   c->shape.assign(shape, shape + ndim);
   c->output = Api().get_output_buffer(NumElements(c->shape) * c->element_size, &c->capacity);
   return c->output;
 }
 
-// The core holds a reference of its own until `done`, so a Handle dropped early cannot free what
-// the core still writes to.
 void Done(void* user, const mpirep_result* result) {
-  auto* holder = static_cast<std::shared_ptr<Completion>*>(user);
-  std::shared_ptr<Completion> c = *holder;
-  delete holder;
+  std::shared_ptr<Completion> c = std::move(static_cast<Completion*>(user)->self);
   {
     std::lock_guard<std::mutex> lock(c->mutex);
     c->status = result->status;
@@ -109,10 +103,11 @@ void ReleaseFinishedOrphans() {
                 orphans.end());
 }
 
+// Python's handle of an operation in flight: it polls, waits, and hands over the output.
 class Handle {
  public:
-  Handle(std::shared_ptr<Completion> completion, py::object input, py::dtype dtype)
-      : completion_(std::move(completion)), input_(std::move(input)), dtype_(std::move(dtype)) {}
+  Handle(std::string name, std::shared_ptr<Completion> completion, py::object input, py::dtype dtype)
+      : name_(std::move(name)), completion_(std::move(completion)), input_(std::move(input)), dtype_(std::move(dtype)) {}
   Handle(Handle&&) = default;
   ~Handle() {
     if (completion_ && !Poll()) Orphans().emplace_back(completion_, std::move(input_));
@@ -133,82 +128,132 @@ class Handle {
     if (completion_->status != static_cast<int>(StatusCode::OK)) Raise(completion_->status, completion_->message);
   }
 
-  // Waits, then returns the output: an array of the input's dtype that owns its memory. Once.
-  py::array Result() {
-    Wait();
-    Completion& c = *completion_;
-    auto* block = new PooledBlock{c.output, c.capacity};
-    c.output = nullptr;
-    py::capsule owner(block, [](void* p) {
-      auto* b = static_cast<PooledBlock*>(p);
-      Api().put_output_buffer(b->data, b->capacity);
-      delete b;
-    });
-    return py::array(dtype_, std::vector<py::ssize_t>(c.shape.begin(), c.shape.end()), block->data, owner);
+  // Waits, then returns the output: an array of the input's dtype over the output memory,
+  // which `self`, this handle, owns and which the array keeps alive as its base. Once: a second
+  // array would share the first one's memory.
+  static py::array Result(const py::object& self) {
+    Handle& handle = self.cast<Handle&>();
+    handle.Wait();
+    if (handle.result_taken_) {
+      Raise(static_cast<int>(StatusCode::INVALID_ARGUMENT),
+            "the result of '" + handle.name_ + "' was taken already: synchronize each handle once");
+    }
+    handle.result_taken_ = true;
+    const Completion& c = *handle.completion_;
+    return py::array(handle.dtype_, std::vector<py::ssize_t>(c.shape.begin(), c.shape.end()), c.output, self);
   }
 
   std::vector<int64_t> ReceivedSplits() const { return completion_->received_splits; }
   int LastJoinedRank() const { return completion_->last_joined_rank; }
   int NewProcessSet() const { return completion_->new_process_set; }
+  const std::string& name() const { return name_; }
 
  private:
+  std::string name_;
   std::shared_ptr<Completion> completion_;
   py::object input_;  // keeps the caller's array alive while the core reads it
   py::dtype dtype_;   // the output's
+  bool result_taken_ = false;
 };
 
 std::vector<int64_t> Int64s(const py::object& sequence) {
   return sequence.is_none() ? std::vector<int64_t>{} : sequence.cast<std::vector<int64_t>>();
 }
 
-// `input`: a C-contiguous array, whose dtype has the core's code `dtype`. `splits` and
-// `new_set_ranks`: sequences of integers, or None. `blocking`: the caller waits for the result at
-// once, so this thread runs the core's rounds until the operation ends (c_api.h, enqueue_and_wait).
+// Enqueues `desc`, whose collective, name and arguments are filled in, for `input`: a
+// C-contiguous array, whose dtype has the core's code `dtype`. `blocking`: the caller waits for
+// the result at once, so this thread runs the core's rounds until the operation ends (c_api.h,
+// enqueue_and_wait).
+Handle Enqueue(mpirep_op_desc& desc, py::array input, int dtype, bool blocking) {
+  ReleaseFinishedOrphans();
+  auto completion = std::make_shared<Completion>();
+  completion->element_size = ElementSize(static_cast<DataType>(dtype));
+  // The output has as many dimensions as the input for every collective: sized here, on this
+  // thread, AllocateOutput's shape takes no memory on the core's.
+  completion->shape.assign(input.shape(), input.shape() + input.ndim());
+  desc.dtype = dtype;
+  desc.ndim = static_cast<int>(completion->shape.size());
+  desc.shape = completion->shape.data();
+  desc.input = input.data();
+  completion->self = completion;
+  char error[1024];
+  int status;
+  if (blocking) {
+    py::gil_scoped_release release;
+    status = Api().enqueue_and_wait(&desc, AllocateOutput, Done, completion.get(), Finished, Pause,
+                                    completion.get(), error, sizeof error);
+  } else {
+    status = Api().enqueue(&desc, AllocateOutput, Done, completion.get(), error, sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) {
+    completion->self.reset();
+    Raise(status, error);
+  }
+  py::dtype output_dtype = input.dtype();
+  return Handle(desc.name, completion, std::move(input), std::move(output_dtype));
+}
+
+// Any collective. `input`: a C-contiguous array, whose dtype has the core's code `dtype`.
+// `splits` and `new_set_ranks`: sequences of integers, or None.
 Handle Submit(int collective, const std::string& name, int dtype, py::array input, int reduce_op,
               int root_rank, double prescale, double postscale, const py::object& splits_or_none,
               int process_set, int group_size, const py::object& new_set_ranks_or_none, int removed_set,
               const std::string& group, bool blocking) {
-  ReleaseFinishedOrphans();
-  auto completion = std::make_shared<Completion>();
-  completion->element_size = ElementSize(static_cast<DataType>(dtype));
-  const std::vector<int64_t> shape(input.shape(), input.shape() + input.ndim());
   const std::vector<int64_t> splits = Int64s(splits_or_none);
   const std::vector<int64_t> new_set_ranks = Int64s(new_set_ranks_or_none);
   mpirep_op_desc desc{};
   desc.collective = collective;
   desc.name = name.c_str();
-  desc.dtype = dtype;
-  desc.ndim = static_cast<int>(shape.size());
-  desc.shape = shape.data();
   desc.reduce_op = reduce_op;
   desc.root_rank = root_rank;
   desc.prescale = prescale;
   desc.postscale = postscale;
   desc.nsplits = static_cast<int>(splits.size());
   desc.splits = splits.empty() ? nullptr : splits.data();
-  desc.input = input.data();
   desc.process_set = process_set;
   desc.group_size = group_size;
   desc.n_new_set_ranks = static_cast<int>(new_set_ranks.size());
   desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
   desc.removed_set = removed_set;
   desc.group = group.c_str();
-  auto* holder = new std::shared_ptr<Completion>(completion);
-  char error[1024];
-  int status;
-  if (blocking) {
-    py::gil_scoped_release release;
-    status = Api().enqueue_and_wait(&desc, AllocateOutput, Done, holder, Finished, Pause, completion.get(), error,
-                                    sizeof error);
+  return Enqueue(desc, std::move(input), dtype, blocking);
+}
+
+// The core's code for a numpy dtype. Arrays share their dtype objects, so the ones seen before
+// are found by identity; any other is resolved, or refused with the supported list, by
+// mpirep.collectives._dtype_code. Never destroyed: it may outlive the interpreter.
+int DtypeCode(const py::dtype& dtype) {
+  static auto* seen = new std::vector<std::pair<py::object, int>>();
+  for (const auto& [known, code] : *seen) {
+    if (known.ptr() == dtype.ptr()) return code;
+  }
+  const int code = py::module_::import("mpirep.collectives").attr("_dtype_code")(dtype).cast<int>();
+  constexpr size_t kMaxSeen = 64;  // dtype objects made on the fly (byte-swapped, unpickled) are not kept
+  if (seen->size() < kMaxSeen) seen->emplace_back(dtype, code);
+  return code;
+}
+
+// An allreduce, the collective that training submits most often, on the shortest path from
+// Python: `x` is anything numpy.asarray takes, and its dtype is looked up here.
+Handle SubmitAllreduce(const py::object& x, const std::string& name, int reduce_op, double prescale,
+                       double postscale, int process_set, bool blocking) {
+  py::array input;
+  if (py::isinstance<py::array>(x) && (py::reinterpret_borrow<py::array>(x).flags() & py::array::c_style)) {
+    input = py::reinterpret_borrow<py::array>(x);  // as is: PyArray_FromAny costs a microsecond even here
   } else {
-    status = Api().enqueue(&desc, AllocateOutput, Done, holder, error, sizeof error);
+    input = py::array::ensure(x, py::array::c_style);
+    if (!input) input = py::module_::import("numpy").attr("ascontiguousarray")(x);  // raises numpy's error
   }
-  if (status != static_cast<int>(StatusCode::OK)) {
-    delete holder;
-    Raise(status, error);
-  }
-  py::dtype output_dtype = input.dtype();
-  return Handle(completion, std::move(input), std::move(output_dtype));
+  const int dtype = DtypeCode(input.dtype());
+  mpirep_op_desc desc{};
+  desc.collective = static_cast<int>(Collective::ALLREDUCE);
+  desc.name = name.c_str();
+  desc.reduce_op = reduce_op;
+  desc.prescale = prescale;
+  desc.postscale = postscale;
+  desc.process_set = process_set;
+  desc.group = "";
+  return Enqueue(desc, std::move(input), dtype, blocking);
 }
 
 // Collective. `settings`: name -> value as text, for the settings of core/settings.def.
@@ -361,6 +406,8 @@ PYBIND11_MODULE(_core, m) {
       .def("poll", &Handle::Poll)
       .def("wait", &Handle::Wait)
       .def("result", &Handle::Result)
+      .def("synchronize", &Handle::Result)  // mpirep.synchronize's, for an output array
+      .def_property_readonly("name", &Handle::name)
       .def("received_splits", &Handle::ReceivedSplits)
       .def("last_joined_rank", &Handle::LastJoinedRank)
       .def("new_process_set", &Handle::NewProcessSet);
@@ -368,4 +415,6 @@ PYBIND11_MODULE(_core, m) {
         py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
         py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"), py::arg("blocking"));
+  m.def("submit_allreduce", &SubmitAllreduce, py::arg("x"), py::arg("name"), py::arg("reduce_op"),
+        py::arg("prescale"), py::arg("postscale"), py::arg("process_set"), py::arg("blocking"));
 }

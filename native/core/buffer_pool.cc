@@ -1,11 +1,14 @@
 #include "buffer_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace mpirep {
 
 BufferPool::~BufferPool() {
-  for (auto& [capacity, data] : free_) std::free(data);
+  for (auto& [capacity, buffers] : free_) {
+    for (void* data : buffers) std::free(data);
+  }
 }
 
 void* BufferPool::Get(size_t bytes, size_t* capacity) {
@@ -16,9 +19,10 @@ void* BufferPool::Get(size_t bytes, size_t* capacity) {
     auto it = free_.lower_bound(bytes);
     if (it != free_.end() && it->first <= 2 * bytes) {
       *capacity = it->first;
-      void* data = it->second;
+      void* data = it->second.back();
+      it->second.pop_back();
       cached_bytes_ -= it->first;
-      free_.erase(it);
+      if (it->second.empty()) free_.erase(it);
       return data;
     }
   }
@@ -33,13 +37,14 @@ void BufferPool::Put(void* data, size_t capacity) {
     std::free(data);
     return;
   }
-  free_.emplace(capacity, data);
+  free_[capacity].push_back(data);
   cached_bytes_ += capacity;
   while (cached_bytes_ > max_cached_bytes_) {  // drop the largest first: the rarest sizes
     auto largest = std::prev(free_.end());
     cached_bytes_ -= largest->first;
-    std::free(largest->second);
-    free_.erase(largest);
+    std::free(largest->second.back());
+    largest->second.pop_back();
+    if (largest->second.empty()) free_.erase(largest);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace mpirep {
 
@@ -23,7 +24,9 @@ class BufferPool {
   std::mutex mutex_;
   size_t max_cached_bytes_;
   size_t cached_bytes_ = 0;
-  std::multimap<size_t, void*> free_;  // capacity -> buffer
+  // Capacity -> buffers of it. A list per capacity rather than a node per buffer: a step's
+  // hundreds of outputs of one size come and go without a heap allocation each.
+  std::map<size_t, std::vector<void*>> free_;
 };
 
 }  // namespace mpirep

@@ -6,33 +6,38 @@
 
 namespace mpirep {
 
-std::vector<Response> PlanFusion(std::vector<Response> ready, int64_t threshold, int64_t solo_bytes) {
+std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int64_t threshold,
+                                 int64_t solo_bytes) {
   using Key = std::tuple<int32_t, DataType, ReduceOp, double, double>;
   std::vector<Response> batches;
   std::map<Key, size_t> open;  // the batch still taking tensors, for each key
-  for (Response& r : ready) {
-    if (r.kind != Response::Kind::EXECUTE || r.collective != Collective::ALLREDUCE || r.bytes >= solo_bytes) {
-      batches.push_back(std::move(r));
+  for (const Response* r : ready) {
+    if (r->kind != Response::Kind::EXECUTE || r->collective != Collective::ALLREDUCE || r->bytes >= solo_bytes) {
+      batches.push_back(*r);
       continue;
     }
-    const Key key{r.process_set, r.dtype, r.op, r.prescale, r.postscale};
+    const Key key{r->process_set, r->dtype, r->op, r->prescale, r->postscale};
     auto it = open.find(key);
-    if (it != open.end() && batches[it->second].bytes + r.bytes <= threshold) {
+    if (it != open.end() && batches[it->second].bytes + r->bytes <= threshold) {
       Response& batch = batches[it->second];
-      batch.names.insert(batch.names.end(), std::make_move_iterator(r.names.begin()),
-                         std::make_move_iterator(r.names.end()));
-      batch.shapes.insert(batch.shapes.end(), std::make_move_iterator(r.shapes.begin()),
-                          std::make_move_iterator(r.shapes.end()));
-      batch.last_arrivals.insert(batch.last_arrivals.end(), std::make_move_iterator(r.last_arrivals.begin()),
-                                 std::make_move_iterator(r.last_arrivals.end()));
-      batch.bytes += r.bytes;
-      batch.cacheable = batch.cacheable && r.cacheable;
+      batch.names.insert(batch.names.end(), r->names.begin(), r->names.end());
+      batch.shapes.insert(batch.shapes.end(), r->shapes.begin(), r->shapes.end());
+      batch.last_arrivals.insert(batch.last_arrivals.end(), r->last_arrivals.begin(), r->last_arrivals.end());
+      batch.bytes += r->bytes;
+      batch.cacheable = batch.cacheable && r->cacheable;
       continue;
     }
-    batches.push_back(std::move(r));
+    batches.push_back(*r);
     open[key] = batches.size() - 1;
   }
   return batches;
+}
+
+std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold, int64_t solo_bytes) {
+  std::vector<const Response*> pointers;
+  pointers.reserve(ready.size());
+  for (const Response& r : ready) pointers.push_back(&r);
+  return PlanFusion(pointers, threshold, solo_bytes);
 }
 
 }  // namespace mpirep

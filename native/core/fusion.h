@@ -17,6 +17,11 @@ namespace mpirep {
 // alone, reduced straight from its input into its output. (On shared memory at 2 ranks the
 // copies of ResNet-50's 17 MiB of gradients between 128 KiB and 2 MiB cost 10-15% of its
 // round, the pass each of them saves far less.)
-std::vector<Response> PlanFusion(std::vector<Response> ready, int64_t threshold, int64_t solo_bytes);
+//
+// `ready` points at responses that outlive the call (the response cache's, in the steady state),
+// so that a tensor costs a copy of its name and shape rather than of its whole response.
+std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int64_t threshold,
+                                 int64_t solo_bytes);
+std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold, int64_t solo_bytes);
 
 }  // namespace mpirep

@@ -40,7 +40,7 @@ Negotiator::Negotiator(int rank, int size, const Config& config)
 
 void Negotiator::Submit(const Request& request) {
   if (request.collective == Collective::JOIN) join_pending_ = true;
-  fresh_.push_back(&pending_.emplace(request.name, Pending{request}).first->second);
+  fresh_.push_back(&pending_.emplace(request.name, Pending{&request}).first->second);
 }
 
 void Negotiator::ShutDown(const std::string& reason) {
@@ -56,14 +56,14 @@ bool Negotiator::Busy() const {
 }
 
 void Negotiator::Place(Pending& pending) {
-  const int64_t position = cache_.Find(pending.request.name);
-  if (hits_allowed_ && position >= 0 && cache_.Repeats(position, pending.request)) {
+  const int64_t position = cache_.Find(pending.request->name);
+  if (hits_allowed_ && position >= 0 && cache_.Repeats(position, *pending.request)) {
     pending.hit = position;
     hit_at_[position] = &pending;
     base_.SetReady(position);
     base_.SetSubmitted(position);
   } else {
-    unsent_.push_back(pending.request.name);
+    unsent_.push_back(pending.request->name);
   }
 }
 
@@ -72,7 +72,7 @@ void Negotiator::Unhit(Pending& pending) {
   base_.ClearSubmitted(pending.hit);
   hit_at_[pending.hit] = nullptr;
   pending.hit = -1;
-  unsent_.push_back(pending.request.name);
+  unsent_.push_back(pending.request->name);
 }
 
 void Negotiator::EvictEverywhere(int64_t position) {
@@ -100,8 +100,8 @@ RoundWords& Negotiator::Contribute(Clock::time_point now) {
     const int64_t position = cache_.Find(name);
     if (position >= 0) round_.SetEvict(position);
     auto pending = pending_.find(name);
-    if (pending == pending_.end() || pending->second.request.group.empty()) continue;
-    for (int64_t member : cache_.PositionsOfGroup(pending->second.request.group)) round_.SetEvict(member);
+    if (pending == pending_.end() || pending->second.request->group.empty()) continue;
+    for (int64_t member : cache_.PositionsOfGroup(pending->second.request->group)) round_.SetEvict(member);
   }
   counts_.requests_sent += static_cast<int64_t>(sending_.size());
   if (join_pending_) round_.SetFlag(kJoinPending);
@@ -137,12 +137,12 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
     throw std::runtime_error("the ranks' response caches differ (an internal error in mpirep)");
   }
   hold_ = (agreed.Rank0Word() & kHold) != 0;
-  std::vector<Response> ready;
+  std::vector<const Response*> ready;
   ready.reserve(pending_.size());
   for (int64_t w = 0; !hold_ && w < agreed.position_words(); ++w) {
     ForEachBit(agreed.ReadyEverywhere(w), w, [&](int64_t position) {
       cache_.Touch(position);
-      ready.push_back(cache_.response(position));
+      ready.push_back(&cache_.response(position));
       if (!cache_.Member(position)) return;
       if (coordinator_) coordinator_->CountCachedGroupMember(*cache_.own(position));
       Pending* hit = hit_at_[position];
@@ -150,10 +150,13 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
       base_.ClearReady(position);
       base_.ClearSubmitted(position);
       hit_at_[position] = nullptr;
-      pending_.erase(hit->request.name);
+      pending_.erase(hit->request->name);
       ++counts_.cached_tensors;
     });
   }
+  // Every rank plans the same batches from the same list; each runs those of its sets. Planned
+  // before the evictions below, which may free an entry that runs in this round.
+  std::vector<Response> batches = PlanFusion(ready, config_.fusion_threshold, SoloBytes());
   for (int64_t w = 0; w < agreed.position_words(); ++w) {
     ForEachBit(agreed.Evicted(w), w, [&](int64_t position) {
       if (cache_.Occupied(position)) EvictEverywhere(position);
@@ -175,15 +178,14 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
       if (agreed.SendsRequests(r)) senders_.push_back(r);
     }
     TrackPartial(agreed, now);
-    if (!ready.empty()) holding_since_.reset();
+    if (!batches.empty()) holding_since_.reset();
   }
-  // Every rank plans the same batches from the same list; each runs those of its sets.
-  return PlanFusion(std::move(ready), config_.fusion_threshold, SoloBytes());
+  return batches;
 }
 
 RequestList Negotiator::TakeRequests() {
   RequestList list;
-  for (const std::string& name : sending_) list.requests.push_back(pending_.at(name).request);
+  for (const std::string& name : sending_) list.requests.push_back(*pending_.at(name).request);
   sending_.clear();
   if (shut_down_ && !shutdown_announced_) {
     list.shutdown = true;
@@ -234,7 +236,7 @@ void Negotiator::Ran(const Response& response) {
   for (size_t i = 0; i < response.names.size(); ++i) {
     const std::string& name = response.names[i];
     auto it = pending_.find(name);
-    if (it != pending_.end() && it->second.request.process_set != response.process_set) it = pending_.end();
+    if (it != pending_.end() && it->second.request->process_set != response.process_set) it = pending_.end();
     if (it != pending_.end() && it->second.hit >= 0) {
       throw std::logic_error("mpirep: '" + name + "' ran through rank 0 while this rank had it from the cache");
     }
@@ -243,7 +245,7 @@ void Negotiator::Ran(const Response& response) {
       if (cached >= 0) EvictEverywhere(cached);
       if (cache_.Full()) EvictEverywhere(cache_.LeastRecentlyUsed());
       const bool member = it != pending_.end();
-      const int64_t position = cache_.Insert(response, i, member ? &it->second.request : nullptr);
+      const int64_t position = cache_.Insert(response, i, member ? it->second.request : nullptr);
       if (!member) base_.SetReady(position);  // not this rank's to wait for
     }
     if (it != pending_.end()) pending_.erase(it);

@@ -56,7 +56,9 @@ class Negotiator {
   // `config`: the settings every rank agreed on.
   Negotiator(int rank, int size, const Config& config);
 
-  // A new local operation; no other pending operation of this rank has its name.
+  // A new local operation; no other pending operation of this rank has its name. `request`
+  // stays where it is until the operation has run or failed (the runtime keeps it in the
+  // operation), so that a tensor, hundreds of them per training step, is not copied here.
   void Submit(const Request& request);
   // This rank will submit nothing more; `reason` says why, when it failed. Announced to rank 0
   // in the next slow phase.
@@ -100,7 +102,7 @@ class Negotiator {
 
  private:
   struct Pending {
-    Request request;
+    const Request* request;  // Submit's
     int64_t hit = -1;  // the cache position it is a hit on, or -1 (a request, sent or not)
   };
 

@@ -406,9 +406,8 @@ bool Runtime::TakeQueued() {
   const bool any = !taken_.empty() || shut_down;
   for (Operation& op : taken_) {
     joined_ |= op.request.collective == Collective::JOIN;
-    negotiator_->Submit(op.request);
     std::string name = op.request.name;
-    submitted_.emplace(std::move(name), std::move(op));
+    negotiator_->Submit(submitted_.emplace(std::move(name), std::move(op)).first->second.request);
   }
   taken_.clear();
   if (shut_down) {
@@ -615,21 +614,21 @@ std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
 
 void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
                       const OperationResult& result) {
-  std::vector<std::pair<Operation, const Status*>> ending;
+  // Taken out of submitted_ as they are, rather than moved: an operation is a few hundred bytes.
+  std::vector<std::pair<decltype(submitted_)::node_type, const Status*>> ending;
   ending.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     auto it = submitted_.find(names[i]);
     if (it == submitted_.end()) continue;  // a stand-in, or a failure announced to all ranks
     if (it->second.request.collective == Collective::JOIN) joined_ = false;
-    ending.emplace_back(std::move(it->second), &statuses[i]);
-    submitted_.erase(it);
+    ending.emplace_back(submitted_.extract(it), &statuses[i]);
   }
   {
     // before `done`, which may submit the same name again
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [op, status] : ending) in_flight_.erase(op.request.name);
+    for (const auto& [node, status] : ending) in_flight_.erase(node.key());
   }
-  for (auto& [op, status] : ending) op.done(*status, result);
+  for (auto& [node, status] : ending) node.mapped().done(*status, result);
 }
 
 void Runtime::SendControl(int to, int tag, std::string bytes) {

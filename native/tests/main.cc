@@ -17,6 +17,7 @@ void RunNegotiatorTests();
 void RunAutotunerTests();
 void RunAndAllreduceTests();
 void RunTimelineTests();
+void RunBufferPoolTests();
 
 int main() {
   RunMessageTests();
@@ -33,6 +34,7 @@ int main() {
   RunExecutorTests();
   RunHierarchicalTests();
   RunTimelineTests();
+  RunBufferPoolTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;
 }

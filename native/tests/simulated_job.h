@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <list>
 #include <map>
 #include <memory>
 #include <set>
@@ -52,7 +53,7 @@ class SimulatedJob {
   void Submit(int r, mpirep::Request request) {
     request.rank = r;
     outstanding_[r].insert(request.name);
-    ranks_[r]->Submit(request);
+    ranks_[r]->Submit(submitted_.emplace_back(std::move(request)));
   }
   // The names rank `r` submitted that have not run or failed yet.
   const std::set<std::string>& outstanding(int r) { return outstanding_[r]; }
@@ -132,6 +133,7 @@ class SimulatedJob {
   std::vector<std::string> reports_;
   std::map<int32_t, std::set<int>> sets_;
   std::map<int, std::set<std::string>> outstanding_;
+  std::list<mpirep::Request> submitted_;  // where the negotiators' requests stay, as the runtime's do
   mpirep::Config config_;
   int retunes_ = 0;
 };
