@@ -67,11 +67,6 @@ void Executor::SetChunkBytes(int64_t chunk_bytes) {
   if (hierarchical_) hierarchical_->SetChunkBytes(chunk_bytes_);
 }
 
-char* Executor::Scratch(std::vector<char>& buffer, size_t bytes) {
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  return buffer.data();
-}
-
 void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
   void* out = op.allocate(shape);
   if (out) return out;
@@ -79,7 +74,7 @@ void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
                                                     ": could not allocate the output of '" +
                                                     op.request.name + "'");
   const size_t bytes = NumElements(shape) * ElementSize(op.request.dtype);
-  return Scratch(spare_, std::max<size_t>(bytes, 1));
+  return spare_.Reserve(bytes);
 }
 
 std::vector<Status> Executor::Run(const Response& response, const std::vector<Operation*>& ops,
@@ -150,7 +145,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
 
   int64_t total = 0;
   for (const Operation* op : ops) total += Bytes(*op);
-  char* buffer = Scratch(fusion_buffer_, static_cast<size_t>(std::max<int64_t>(total, 1)));
+  char* buffer = fusion_buffer_.Reserve(static_cast<size_t>(total));
   int64_t offset = 0;
   BeginPhase("PACK");
   for (const Operation* op : ops) {
@@ -232,7 +227,7 @@ Status Executor::Reducescatter(Operation& op) {
     segments.push_back(rows[r] * row);
     if (r < rank_) before += rows[r];
   }
-  char* work = Scratch(fusion_buffer_, std::max<size_t>(Bytes(op), 1));
+  char* work = fusion_buffer_.Reserve(static_cast<size_t>(Bytes(op)));
   const void* in = op.input;
   if (req.prescale != 1.0) {
     BeginPhase("PACK");

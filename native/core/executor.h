@@ -65,7 +65,6 @@ class Executor {
                     const Ring::Epilogue& epilogue);
   // Averaging and postscaling, applied once to each fully reduced chunk on its owner.
   Ring::Epilogue EpilogueFor(DataType dtype, ReduceOp op, double postscale) const;
-  char* Scratch(std::vector<char>& buffer, size_t bytes);
 
   Transport& transport_;
   const int rank_;
@@ -76,8 +75,8 @@ class Executor {
   int64_t small_allreduce_bytes_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // null: no host grouping
   int64_t hierarchical_allreduce_;
-  std::vector<char> fusion_buffer_;  // reused by every fused allreduce; grows, never shrinks
-  std::vector<char> spare_;          // for outputs the adapter could not allocate
+  WorkBuffer fusion_buffer_;  // reused by every fused allreduce
+  WorkBuffer spare_;          // for outputs the adapter could not allocate
   PhaseLog* phases_ = nullptr;       // during Run, when its caller records phases
 };
 

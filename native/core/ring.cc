@@ -61,13 +61,13 @@ void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& 
     sends.push_back(transport_.Isend(right, At(in, c.offset, esize), c.count * esize));
   }
   const size_t slot_bytes = std::max<int64_t>(1, chunk_bytes_ / esize) * esize;
-  scratch_.resize(slot_bytes * kReceiveWindow);
+  char* slots = scratch_.Reserve(slot_bytes * kReceiveWindow);
   for (int step = 0; step < n - 1; ++step) {
     const std::vector<ChunkRange> chunks = Chunks(segments, Wrap(r - step - 2, n), esize);
     const bool last_step = step == n - 2;
     std::vector<Transport::Handle> receives(chunks.size());
     auto post_receive = [&](size_t i) {
-      receives[i] = transport_.Irecv(left, scratch_.data() + (i % kReceiveWindow) * slot_bytes,
+      receives[i] = transport_.Irecv(left, slots + (i % kReceiveWindow) * slot_bytes,
                                      chunks[i].count * esize);
     };
     for (size_t i = 0; i < chunks.size() && i < kReceiveWindow; ++i) post_receive(i);
@@ -75,7 +75,7 @@ void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& 
       transport_.Wait(receives[i]);
       const ChunkRange& c = chunks[i];
       char* target = At(out, c.offset, esize);
-      Reduce(target, At(in, c.offset, esize), scratch_.data() + (i % kReceiveWindow) * slot_bytes,
+      Reduce(target, At(in, c.offset, esize), slots + (i % kReceiveWindow) * slot_bytes,
              c.count, dtype, op);
       if (i + kReceiveWindow < chunks.size()) post_receive(i + kReceiveWindow);
       if (last_step) {

@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "transport.h"
+#include "work_buffer.h"
 
 namespace mpirep {
 
@@ -49,7 +50,7 @@ class Ring {
   static constexpr int kReceiveWindow = 4;
   Transport& transport_;
   size_t chunk_bytes_;
-  std::vector<char> scratch_;
+  WorkBuffer scratch_;  // the receive window's slots
 };
 
 }  // namespace mpirep
