@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "work_buffer.h"
+
 namespace mpirep {
 
 BufferPool::~BufferPool() {
@@ -26,8 +28,7 @@ void* BufferPool::Get(size_t bytes, size_t* capacity) {
       return data;
     }
   }
-  *capacity = bytes;
-  return std::aligned_alloc(64, bytes);
+  return AllocateTransferMemory(bytes, capacity);
 }
 
 void BufferPool::Put(void* data, size_t capacity) {

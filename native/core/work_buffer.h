@@ -1,5 +1,5 @@
-// Working memory of the collectives: the fusion buffer, the ring's receive slots. It grows to
-// the largest size asked for and never shrinks; growing does not keep the contents.
+// Memory that collectives move data through: working buffers (the fusion buffer, the ring's
+// receive slots) and the output pool's blocks.
 //
 // From 2 MiB on it is aligned to 2 MiB and asks the kernel for transparent huge pages (where
 // they are enabled "always" or on request). Shared memory moves a large message by copying it
@@ -13,6 +13,12 @@
 
 namespace mpirep {
 
+// Memory for at least `bytes` (at least 1), 64-byte aligned, for std::free; `*capacity`
+// receives its usable size. Null if there is none.
+void* AllocateTransferMemory(size_t bytes, size_t* capacity);
+
+// A working buffer: it grows to the largest size asked for and never shrinks; growing does not
+// keep the contents.
 class WorkBuffer {
  public:
   WorkBuffer() = default;

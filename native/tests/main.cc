@@ -18,6 +18,7 @@ void RunAutotunerTests();
 void RunAndAllreduceTests();
 void RunTimelineTests();
 void RunBufferPoolTests();
+void RunWorkBufferTests();
 
 int main() {
   RunMessageTests();
@@ -35,6 +36,7 @@ int main() {
   RunHierarchicalTests();
   RunTimelineTests();
   RunBufferPoolTests();
+  RunWorkBufferTests();
   std::printf("%d checks, %d failed\n", mpirep_test::checks.load(), mpirep_test::failures.load());
   return mpirep_test::failures == 0 ? 0 : 1;
 }
