@@ -168,8 +168,8 @@ Handle Enqueue(mpirep_op_desc& desc, py::array input, int dtype, bool blocking) 
   ReleaseFinishedOrphans();
   auto completion = std::make_shared<Completion>();
   completion->element_size = ElementSize(static_cast<DataType>(dtype));
-  // The output has as many dimensions as the input for every collective: sized here, on this
-  // thread, AllocateOutput's shape takes no memory on the core's.
+  // Every collective's output has its input's number of dimensions: sizing the shape here, on
+  // this thread, spares AllocateOutput an allocation on the core's.
   completion->shape.assign(input.shape(), input.shape() + input.ndim());
   desc.dtype = dtype;
   desc.ndim = static_cast<int>(completion->shape.size());
@@ -406,7 +406,7 @@ PYBIND11_MODULE(_core, m) {
       .def("poll", &Handle::Poll)
       .def("wait", &Handle::Wait)
       .def("result", &Handle::Result)
-      .def("synchronize", &Handle::Result)  // mpirep.synchronize's, for an output array
+      .def("synchronize", &Handle::Result)  // what mpirep.synchronize calls: the output array
       .def_property_readonly("name", &Handle::name)
       .def("received_splits", &Handle::ReceivedSplits)
       .def("last_joined_rank", &Handle::LastJoinedRank)

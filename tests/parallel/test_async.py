@@ -73,6 +73,32 @@ def test_poll_turns_true_and_synchronize_returns_result():
     assert_reduced(mpirep.synchronize(handle), "Sum", n, (64,), dtype)
 
 
+def test_a_handle_names_its_tensor_and_gives_its_result_once():
+    n, rank = mpirep.size(), mpirep.rank()
+    dtype = np.dtype(np.float32)
+    named = mpirep.allreduce_async(reduce_input("Sum", rank, n, (6,), dtype), op=mpirep.Sum,
+                                   name="once")
+    unnamed = mpirep.allgather_async(pattern(rank, (2,), dtype))
+    group = mpirep.grouped_allreduce_async([pattern(rank, (1,), dtype)] * 2, name="pair")
+    assert named.name == "once"
+    assert unnamed.name.startswith("allgather.noname.")
+    assert group.name == "pair"
+    result = mpirep.synchronize(named)
+    with pytest.raises(mpirep.InvalidArgumentError, match="'once' was taken already"):
+        mpirep.synchronize(named)
+    mpirep.synchronize(unnamed)
+    mpirep.synchronize(group)
+    # The output's memory lives as long as the array, whose base holds it, not the handle: the
+    # pool would hand freed memory to the next outputs of that size.
+    del named
+    gc.collect()
+    others = [mpirep.allreduce(np.full(6, -1, dtype), op=mpirep.Sum, name=f"after.{i}")
+              for i in range(4)]
+    assert_reduced(result, "Sum", n, (6,), dtype)
+    assert all(np.array_equal(o, np.full(6, -n, dtype)) for o in others)
+    assert result.flags.writeable
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.float64)], ids=dtype_id)
 def test_every_async_form_matches_blocking(dtype):
     n, rank = mpirep.size(), mpirep.rank()
