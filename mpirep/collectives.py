@@ -195,9 +195,8 @@ def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor,
                                  group_size, group):
     """One allreduce of the group named ``group``, of ``group_size`` members (the core checks
     that every rank's group has that many; if not, every member fails on every rank)."""
-    native = _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
-                           postscale_factor, None, process_set, group_size, None, 0, group)
-    return native
+    return _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
+                   postscale_factor, None, process_set, group_size, None, 0, group)
 
 
 class _GroupNative:
@@ -231,8 +230,7 @@ def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_fac
 def allgather_async(x, name=None, process_set=0):
     """Starts concatenating every rank's ``x`` along the first dimension, in rank order. The
     first dimension may differ between ranks; the others must match."""
-    native = _submit("allgather", x, name, process_set=process_set)
-    return native
+    return _submit("allgather", x, name, process_set=process_set)
 
 
 def allgather(x, name=None, process_set=0):
@@ -242,8 +240,7 @@ def allgather(x, name=None, process_set=0):
 def broadcast_async(x, root_rank, name=None, process_set=0):
     """Starts sending ``root_rank``'s ``x`` to every rank (all ranks pass the same shape). In a
     process set, ``root_rank`` counts the set's ranks."""
-    native = _submit("broadcast", x, name, root_rank=root_rank, process_set=process_set)
-    return native
+    return _submit("broadcast", x, name, root_rank=root_rank, process_set=process_set)
 
 
 def broadcast(x, root_rank, name=None, process_set=0):
@@ -257,9 +254,8 @@ def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.
     rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
     row more than the others. ``prescale_factor`` multiplies each input before the reduction,
     ``postscale_factor`` the result, as for allreduce."""
-    native = _submit("reducescatter", x, name, _average_unless(op), 0, prescale_factor,
-                           postscale_factor, None, process_set)
-    return native
+    return _submit("reducescatter", x, name, _average_unless(op), 0, prescale_factor,
+                   postscale_factor, None, process_set)
 
 
 def reducescatter(x, op=None, name=None, process_set=0, prescale_factor=1.0, postscale_factor=1.0):
