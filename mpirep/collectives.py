@@ -100,16 +100,13 @@ def _submit(collective, x, name, op=0, root_rank=0, prescale=1.0, postscale=1.0,
             process_set=0, group_size=0, new_set_ranks=None, removed_set=0, group="", blocking=False):
     """Submits to the core; returns its handle, which has the operation's name. `op`: a code.
     `blocking`: the caller synchronizes at once; the call returns when the operation has ended,
-    this thread having run the core's rounds meanwhile, which saves two thread hand-offs."""
+    this thread having run the core's rounds meanwhile, which saves two thread hand-offs. The
+    core converts ``x`` to a C-contiguous array and looks its dtype up (``_dtype_code``)."""
     session._require_init()
-    array = np.asarray(x)
-    dtype_code = _dtype_code(array.dtype)
-    if not array.flags.c_contiguous:
-        array = np.ascontiguousarray(array)
     native = core()
     return native.submit(  # positional: keyword parsing costs microseconds here
-        native.COLLECTIVES[collective], _auto_name(collective, name, process_set), dtype_code, array,
-        op, int(root_rank), float(prescale), float(postscale), splits, int(process_set), group_size,
+        native.COLLECTIVES[collective], _auto_name(collective, name, process_set), x, op,
+        int(root_rank), float(prescale), float(postscale), splits, int(process_set), group_size,
         new_set_ranks, removed_set, group, blocking,
     )
 
@@ -173,7 +170,7 @@ def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, 
 
 def _submit_allreduce(x, name, op, prescale_factor, postscale_factor, process_set, blocking):
     """_submit for an allreduce, on the core's own short path (training submits one per
-    gradient, often hundreds per step): the core converts ``x`` and looks up its dtype."""
+    gradient, often hundreds per step)."""
     session._require_init()
     return core().submit_allreduce(x, name, _average_unless(op), float(prescale_factor),
                                    float(postscale_factor), int(process_set), blocking)

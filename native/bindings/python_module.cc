@@ -193,9 +193,34 @@ Handle Enqueue(mpirep_op_desc& desc, py::array input, int dtype, bool blocking) 
   return Handle(desc.name, completion, std::move(input), std::move(output_dtype));
 }
 
-// Any collective. `input`: a C-contiguous array, whose dtype has the core's code `dtype`.
-// `splits` and `new_set_ranks`: sequences of integers, or None.
-Handle Submit(int collective, const std::string& name, int dtype, py::array input, int reduce_op,
+// The core's code for a numpy dtype. Arrays share their dtype objects, so the ones seen before
+// are found by identity; any other is resolved, or refused with the supported list, by
+// mpirep.collectives._dtype_code. Never destroyed: it may outlive the interpreter.
+int DtypeCode(const py::dtype& dtype) {
+  static auto* seen = new std::vector<std::pair<py::object, int>>();
+  for (const auto& [known, code] : *seen) {
+    if (known.ptr() == dtype.ptr()) return code;
+  }
+  const int code = py::module_::import("mpirep.collectives").attr("_dtype_code")(dtype).cast<int>();
+  constexpr size_t kMaxSeen = 64;  // dtype objects made on the fly (byte-swapped, unpickled) are not kept
+  if (seen->size() < kMaxSeen) seen->emplace_back(dtype, code);
+  return code;
+}
+
+// `x` as the core reads it: a C-contiguous array (anything numpy.asarray takes, copied only
+// where it is not one already).
+py::array AsInput(const py::object& x) {
+  if (py::isinstance<py::array>(x) && (py::reinterpret_borrow<py::array>(x).flags() & py::array::c_style)) {
+    return py::reinterpret_borrow<py::array>(x);  // as is: PyArray_FromAny costs a microsecond even here
+  }
+  py::array input = py::array::ensure(x, py::array::c_style);
+  if (!input) input = py::module_::import("numpy").attr("ascontiguousarray")(x);  // raises numpy's error
+  return input;
+}
+
+// Any collective, of `x` (AsInput). `splits` and `new_set_ranks`: sequences of integers, or
+// None.
+Handle Submit(int collective, const std::string& name, const py::object& x, int reduce_op,
               int root_rank, double prescale, double postscale, const py::object& splits_or_none,
               int process_set, int group_size, const py::object& new_set_ranks_or_none, int removed_set,
               const std::string& group, bool blocking) {
@@ -216,34 +241,16 @@ Handle Submit(int collective, const std::string& name, int dtype, py::array inpu
   desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
   desc.removed_set = removed_set;
   desc.group = group.c_str();
+  py::array input = AsInput(x);
+  const int dtype = DtypeCode(input.dtype());
   return Enqueue(desc, std::move(input), dtype, blocking);
 }
 
-// The core's code for a numpy dtype. Arrays share their dtype objects, so the ones seen before
-// are found by identity; any other is resolved, or refused with the supported list, by
-// mpirep.collectives._dtype_code. Never destroyed: it may outlive the interpreter.
-int DtypeCode(const py::dtype& dtype) {
-  static auto* seen = new std::vector<std::pair<py::object, int>>();
-  for (const auto& [known, code] : *seen) {
-    if (known.ptr() == dtype.ptr()) return code;
-  }
-  const int code = py::module_::import("mpirep.collectives").attr("_dtype_code")(dtype).cast<int>();
-  constexpr size_t kMaxSeen = 64;  // dtype objects made on the fly (byte-swapped, unpickled) are not kept
-  if (seen->size() < kMaxSeen) seen->emplace_back(dtype, code);
-  return code;
-}
-
 // An allreduce, the collective that training submits most often, on the shortest path from
-// Python: `x` is anything numpy.asarray takes, and its dtype is looked up here.
+// Python: seven arguments rather than Submit's fifteen.
 Handle SubmitAllreduce(const py::object& x, const std::string& name, int reduce_op, double prescale,
                        double postscale, int process_set, bool blocking) {
-  py::array input;
-  if (py::isinstance<py::array>(x) && (py::reinterpret_borrow<py::array>(x).flags() & py::array::c_style)) {
-    input = py::reinterpret_borrow<py::array>(x);  // as is: PyArray_FromAny costs a microsecond even here
-  } else {
-    input = py::array::ensure(x, py::array::c_style);
-    if (!input) input = py::module_::import("numpy").attr("ascontiguousarray")(x);  // raises numpy's error
-  }
+  py::array input = AsInput(x);
   const int dtype = DtypeCode(input.dtype());
   mpirep_op_desc desc{};
   desc.collective = static_cast<int>(Collective::ALLREDUCE);
@@ -411,7 +418,7 @@ PYBIND11_MODULE(_core, m) {
       .def("received_splits", &Handle::ReceivedSplits)
       .def("last_joined_rank", &Handle::LastJoinedRank)
       .def("new_process_set", &Handle::NewProcessSet);
-  m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("dtype"), py::arg("input"),
+  m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("x"),
         py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
         py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"), py::arg("blocking"));
