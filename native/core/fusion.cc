@@ -7,7 +7,7 @@
 namespace mpirep {
 
 std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int64_t threshold,
-                                 int64_t solo_bytes) {
+                                 int64_t solo_bytes, bool with_shapes) {
   using Key = std::tuple<int32_t, DataType, ReduceOp, double, double>;
   std::vector<Response> batches;
   std::map<Key, size_t> open;  // the batch still taking tensors, for each key
@@ -21,13 +21,14 @@ std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int6
     if (it != open.end() && batches[it->second].bytes + r->bytes <= threshold) {
       Response& batch = batches[it->second];
       batch.names.insert(batch.names.end(), r->names.begin(), r->names.end());
-      batch.shapes.insert(batch.shapes.end(), r->shapes.begin(), r->shapes.end());
+      if (with_shapes) batch.shapes.insert(batch.shapes.end(), r->shapes.begin(), r->shapes.end());
       batch.last_arrivals.insert(batch.last_arrivals.end(), r->last_arrivals.begin(), r->last_arrivals.end());
       batch.bytes += r->bytes;
       batch.cacheable = batch.cacheable && r->cacheable;
       continue;
     }
     batches.push_back(*r);
+    if (!with_shapes) batches.back().shapes.clear();
     open[key] = batches.size() - 1;
   }
   return batches;
@@ -37,7 +38,7 @@ std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t thr
   std::vector<const Response*> pointers;
   pointers.reserve(ready.size());
   for (const Response& r : ready) pointers.push_back(&r);
-  return PlanFusion(pointers, threshold, solo_bytes);
+  return PlanFusion(pointers, threshold, solo_bytes, /*with_shapes=*/true);
 }
 
 }  // namespace mpirep

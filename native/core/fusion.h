@@ -19,9 +19,11 @@ namespace mpirep {
 // round, the pass each of them saves far less.)
 //
 // `ready` points at responses that outlive the call (the response cache's, in the steady state),
-// so that a tensor costs a copy of its name and shape rather than of its whole response.
+// so that a tensor costs a copy of its name rather than of its whole response. `with_shapes`:
+// whether batches carry their tensors' shapes, which only a rank standing in for tensors it
+// never submitted needs (stand_in.h); tensors run from the cache never have stand-ins.
 std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int64_t threshold,
-                                 int64_t solo_bytes);
+                                 int64_t solo_bytes, bool with_shapes);
 std::vector<Response> PlanFusion(const std::vector<Response>& ready, int64_t threshold, int64_t solo_bytes);
 
 }  // namespace mpirep

@@ -156,7 +156,7 @@ std::vector<Response> Negotiator::Agree(const RoundWords& agreed, Clock::time_po
   }
   // Every rank plans the same batches from the same list; each runs those of its sets. Planned
   // before the evictions below, which may free an entry that runs in this round.
-  std::vector<Response> batches = PlanFusion(ready, config_.fusion_threshold, SoloBytes());
+  std::vector<Response> batches = PlanFusion(ready, config_.fusion_threshold, SoloBytes(), /*with_shapes=*/false);
   for (int64_t w = 0; w < agreed.position_words(); ++w) {
     ForEachBit(agreed.Evicted(w), w, [&](int64_t position) {
       if (cache_.Occupied(position)) EvictEverywhere(position);

@@ -9,6 +9,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -138,7 +139,10 @@ class Runtime {
   bool running_ = false;
   std::vector<Operation> queue_;
   uint64_t wakeups_ = 0;  // counts the events that wake the background thread
-  std::unordered_set<std::string> in_flight_;
+  // Both tables of operations take their nodes from pools of their own, for hundreds of
+  // operations per training step; this one's pool is used under mutex_ only.
+  std::pmr::unsynchronized_pool_resource in_flight_nodes_;
+  std::pmr::unordered_set<std::string> in_flight_{&in_flight_nodes_};
   std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks, 0 is every rank
   bool accepting_ = true;
   std::string shutdown_reason_;
@@ -168,7 +172,8 @@ class Runtime {
   PhaseLog phase_log_;   // the executor's phases of the collective that ran last, for timeline_
   std::unique_ptr<Autotuner> autotuner_;      // rank 0 only, with autotune on
   std::unique_ptr<AutotuneLog> autotune_log_;  // rank 0 only, with autotune_log set
-  std::unordered_map<std::string, Operation> submitted_;
+  std::pmr::unsynchronized_pool_resource submitted_nodes_;
+  std::pmr::unordered_map<std::string, Operation> submitted_{&submitted_nodes_};
   std::vector<Operation> taken_;  // queue_'s operations, swapped out
   struct Outgoing {
     MPI_Request request;

@@ -62,6 +62,14 @@ void RunFusionTests() {
   // A tensor of at least the solo size runs alone even under the threshold.
   CHECK(Names(PlanFusion({Allreduce("a", 8), Allreduce("big", 50), Allreduce("c", 8)}, 100, 50)) ==
         (Batches{{"a", "c"}, {"big"}}));
+  // Shapes are carried only when asked for: a cached tensor's batch needs none (no stand-ins).
+  Response shaped_a = Allreduce("a", 8), shaped_b = Allreduce("b", 8);
+  shaped_a.shapes = {{2}};
+  shaped_b.shapes = {{1, 2}};
+  const std::vector<Response> with = PlanFusion({shaped_a, shaped_b}, 100, 1000);
+  CHECK(with.size() == 1 && with[0].shapes == (std::vector<Shape>{{2}, {1, 2}}));
+  const std::vector<Response> without = PlanFusion({&shaped_a, &shaped_b}, 100, 1000, /*with_shapes=*/false);
+  CHECK(without.size() == 1 && without[0].names == (std::vector<std::string>{"a", "b"}) && without[0].shapes.empty());
   // Threshold 0 disables fusion.
   CHECK(Names(PlanFusion({Allreduce("a", 8), Allreduce("b", 8)}, 0, 1000)) == (Batches{{"a"}, {"b"}}));
 }
