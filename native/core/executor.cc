@@ -47,17 +47,27 @@ bool Executor::Hierarchical() const {
   return hierarchical_allreduce_ > 0 || HierarchicalIsAChoice();
 }
 
-void Executor::ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype,
+void Executor::ReduceBuffer(const Pieces& in, void* out, int64_t count, DataType dtype,
                             ReduceOp op, const Ring::Epilogue& epilogue) {
-  if (Hierarchical()) {
-    BeginPhase("HIERARCHICAL_ALLREDUCE");
-    hierarchical_->Allreduce(in, out, count, dtype, op, epilogue);
-  } else if (size_ > 2 && count * static_cast<int64_t>(ElementSize(dtype)) <= small_allreduce_bytes_) {
-    BeginPhase("DOUBLING_ALLREDUCE");
-    doubling_.Allreduce(in, out, count, dtype, op, epilogue);
-  } else {
+  const int64_t bytes = count * static_cast<int64_t>(ElementSize(dtype));
+  const bool hierarchical = Hierarchical();
+  if (!hierarchical && (size_ <= 2 || bytes > small_allreduce_bytes_)) {
     BeginPhase("RING_ALLREDUCE");
     ring_.Allreduce(in, out, count, dtype, op, epilogue);
+    return;
+  }
+  const void* packed = count > 0 ? in.Contiguous(0, bytes) : out;
+  if (!packed) {
+    BeginPhase("PACK");
+    in.CopyTo(out, 0, bytes);
+    packed = out;
+  }
+  if (hierarchical) {
+    BeginPhase("HIERARCHICAL_ALLREDUCE");
+    hierarchical_->Allreduce(packed, out, count, dtype, op, epilogue);
+  } else {
+    BeginPhase("DOUBLING_ALLREDUCE");
+    doubling_.Allreduce(packed, out, count, dtype, op, epilogue);
   }
 }
 
@@ -139,7 +149,7 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
       Scale(out, in, count, dtype, response.prescale);
       in = out;
     }
-    ReduceBuffer(in, out, count, dtype, response.op, epilogue);
+    ReduceBuffer(Pieces(in, count * static_cast<int64_t>(esize)), out, count, dtype, response.op, epilogue);
     return statuses;
   }
 
@@ -147,16 +157,18 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
   for (const Operation* op : ops) total += Bytes(*op);
   char* buffer = fusion_buffer_.Reserve(static_cast<size_t>(total));
   int64_t offset = 0;
-  BeginPhase("PACK");
-  for (const Operation* op : ops) {
-    if (response.prescale != 1.0) {
+  Pieces inputs;
+  if (response.prescale != 1.0) {
+    BeginPhase("PACK");
+    for (const Operation* op : ops) {
       Scale(buffer + offset, op->input, NumElements(op->request.shape), dtype, response.prescale);
-    } else {
-      std::memcpy(buffer + offset, op->input, Bytes(*op));
+      offset += Bytes(*op);
     }
-    offset += Bytes(*op);
+    inputs.Add(buffer, total);
+  } else {
+    for (const Operation* op : ops) inputs.Add(op->input, Bytes(*op));
   }
-  ReduceBuffer(buffer, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
+  ReduceBuffer(inputs, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
   BeginPhase("UNPACK");
   offset = 0;
   for (size_t i = 0; i < ops.size(); ++i) {

@@ -60,8 +60,9 @@ class Executor {
   bool Hierarchical() const;
   // Over the flat transport: the ring, or doubling for small buffers at three ranks or more (at
   // two the ring already sends each half once each way; doubling would save one message's
-  // latency but reduce the whole buffer on both ranks, and measured no faster).
-  void ReduceBuffer(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
+  // latency but reduce the whole buffer on both ranks, and measured no faster). The ring reads
+  // `in` where it lies; the others take it packed into `out` first.
+  void ReduceBuffer(const Pieces& in, void* out, int64_t count, DataType dtype, ReduceOp op,
                     const Ring::Epilogue& epilogue);
   // Averaging and postscaling, applied once to each fully reduced chunk on its owner.
   Ring::Epilogue EpilogueFor(DataType dtype, ReduceOp op, double postscale) const;

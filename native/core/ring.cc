@@ -46,19 +46,25 @@ std::vector<Ring::ChunkRange> Ring::Chunks(const std::vector<int64_t>& segments,
 // from rank r-1, reducing it with its own input into `out`. The segment received at step s is
 // the one sent at step s+1, so each reduced chunk is forwarded at once. After n-1 steps the
 // segment received last, r-(n-1)-1 = r, has every rank's contribution.
-void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& segments,
+void Ring::ReduceScatter(const Pieces& in, void* out, const std::vector<int64_t>& segments,
                          DataType dtype, ReduceOp op, const Epilogue& epilogue) {
   const int n = transport_.size(), r = transport_.rank();
   const size_t esize = ElementSize(dtype);
+  const int64_t esize64 = static_cast<int64_t>(esize);
   if (n == 1) {
-    if (in != out && segments[0] > 0) std::memcpy(out, in, segments[0] * esize);
+    if (segments[0] > 0 && in.Contiguous(0, segments[0] * esize64) != out) in.CopyTo(out, 0, segments[0] * esize64);
     if (segments[0] > 0) epilogue(out, segments[0]);
     return;
   }
   const int right = Wrap(r + 1, n), left = Wrap(r - 1, n);
   std::vector<Transport::Handle> sends;
   for (const ChunkRange& c : Chunks(segments, Wrap(r - 1, n), esize)) {
-    sends.push_back(transport_.Isend(right, At(in, c.offset, esize), c.count * esize));
+    const char* chunk = in.Contiguous(c.offset * esize64, c.count * esize64);
+    if (!chunk) {  // spans pieces: sent from its place in `out`, which the ring only reduces into later
+      in.CopyTo(At(out, c.offset, esize), c.offset * esize64, c.count * esize64);
+      chunk = At(out, c.offset, esize);
+    }
+    sends.push_back(transport_.Isend(right, chunk, c.count * esize));
   }
   const size_t slot_bytes = std::max<int64_t>(1, chunk_bytes_ / esize) * esize;
   char* slots = scratch_.Reserve(slot_bytes * kReceiveWindow);
@@ -75,8 +81,10 @@ void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& 
       transport_.Wait(receives[i]);
       const ChunkRange& c = chunks[i];
       char* target = At(out, c.offset, esize);
-      Reduce(target, At(in, c.offset, esize), slots + (i % kReceiveWindow) * slot_bytes,
-             c.count, dtype, op);
+      const char* received = slots + (i % kReceiveWindow) * slot_bytes;
+      in.ForEach(c.offset * esize64, c.count * esize64, [&](const char* mine, int64_t done, int64_t bytes) {
+        Reduce(target + done, mine, received + done, bytes / esize64, dtype, op);
+      });
       if (i + kReceiveWindow < chunks.size()) post_receive(i + kReceiveWindow);
       if (last_step) {
         epilogue(target, c.count);
@@ -86,6 +94,12 @@ void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& 
     }
   }
   for (Transport::Handle h : sends) transport_.Wait(h);
+}
+
+void Ring::ReduceScatter(const void* in, void* out, const std::vector<int64_t>& segments,
+                         DataType dtype, ReduceOp op, const Epilogue& epilogue) {
+  const int64_t count = std::accumulate(segments.begin(), segments.end(), int64_t{0});
+  ReduceScatter(Pieces(in, count * static_cast<int64_t>(ElementSize(dtype))), out, segments, dtype, op, epilogue);
 }
 
 // Step s: rank r sends segment r-s to rank r+1 and receives segment r-s-1 from rank r-1
@@ -115,11 +129,16 @@ void Ring::Allgather(void* buf, const std::vector<int64_t>& segments, size_t ele
   for (Transport::Handle h : sends) transport_.Wait(h);
 }
 
-void Ring::Allreduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
+void Ring::Allreduce(const Pieces& in, void* out, int64_t count, DataType dtype, ReduceOp op,
                      const Epilogue& epilogue) {
   const std::vector<int64_t> segments = EvenSegments(count, transport_.size());
   ReduceScatter(in, out, segments, dtype, op, epilogue);
   Allgather(out, segments, ElementSize(dtype));
+}
+
+void Ring::Allreduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
+                     const Epilogue& epilogue) {
+  Allreduce(Pieces(in, count * static_cast<int64_t>(ElementSize(dtype))), out, count, dtype, op, epilogue);
 }
 
 }  // namespace mpirep

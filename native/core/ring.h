@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common.h"
+#include "pieces.h"
 #include "transport.h"
 #include "work_buffer.h"
 
@@ -28,14 +29,20 @@ class Ring {
   Ring(Transport& transport, size_t chunk_bytes);
   void SetChunkBytes(size_t chunk_bytes);
 
-  // out = reduction of every rank's `in`. `in` may equal `out`. Rank r's segment of `out` holds
-  // the finished result; other segments hold partial sums.
+  // out = reduction of every rank's `in`. `in` may be `out`. Rank r's segment of `out` holds
+  // the finished result; other segments hold partial sums. `in` is read where it lies: of a
+  // fused buffer's pieces only the segment this rank sends first is copied (into `out`), the
+  // rest are reduced from in place.
+  void ReduceScatter(const Pieces& in, void* out, const std::vector<int64_t>& segments,
+                     DataType dtype, ReduceOp op, const Epilogue& epilogue);
   void ReduceScatter(const void* in, void* out, const std::vector<int64_t>& segments,
                      DataType dtype, ReduceOp op, const Epilogue& epilogue);
 
   // In place: on entry segment `rank` of `buf` is this rank's; on return all are filled.
   void Allgather(void* buf, const std::vector<int64_t>& segments, size_t element_size);
 
+  void Allreduce(const Pieces& in, void* out, int64_t count, DataType dtype, ReduceOp op,
+                 const Epilogue& epilogue);
   void Allreduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                  const Epilogue& epilogue);
 

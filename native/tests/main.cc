@@ -19,6 +19,7 @@ void RunAndAllreduceTests();
 void RunTimelineTests();
 void RunBufferPoolTests();
 void RunWorkBufferTests();
+void RunPiecesTests();
 
 int main() {
   RunMessageTests();
@@ -30,6 +31,7 @@ int main() {
   RunAndAllreduceTests();
   RunSettingsTests();
   RunValidationTests();
+  RunPiecesTests();
   RunRingTests();
   RunDoublingTests();
   RunExecutorTests();

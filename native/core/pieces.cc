@@ -1,0 +1,25 @@
+#include "pieces.h"
+
+#include <cstring>
+
+namespace mpirep {
+
+void Pieces::Add(const void* data, int64_t bytes) {
+  if (bytes <= 0) return;
+  data_.push_back(static_cast<const char*>(data));
+  ends_.push_back(this->bytes() + bytes);
+}
+
+const char* Pieces::Contiguous(int64_t offset, int64_t bytes) const {
+  const size_t i = std::upper_bound(ends_.begin(), ends_.end(), offset) - ends_.begin();
+  if (i == ends_.size() || offset + bytes > ends_[i]) return nullptr;
+  return data_[i] + (offset - (i == 0 ? 0 : ends_[i - 1]));
+}
+
+void Pieces::CopyTo(void* out, int64_t offset, int64_t bytes) const {
+  ForEach(offset, bytes, [out](const char* part, int64_t done, int64_t part_bytes) {
+    std::memcpy(static_cast<char*>(out) + done, part, part_bytes);
+  });
+}
+
+}  // namespace mpirep
