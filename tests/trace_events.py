@@ -15,9 +15,6 @@ REQUIRED = {
     "M": ("name", "pid", "args"),
 }
 METADATA_NAMES = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
-# What mpirep writes on a tensor's track, in order: its phases before the transfer; the transfer
-# is named for the collective's algorithm, and UNPACK follows it.
-BEFORE_TRANSFER = ("NEGOTIATE", "QUEUE", "PACK")
 
 
 def load(path):
