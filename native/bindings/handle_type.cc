@@ -72,8 +72,10 @@ bool Wait(HandleState& handle) {
     Py_BEGIN_ALLOW_THREADS
     const auto until = std::chrono::steady_clock::now() + kSpinBeforeBlocking;
     while (!c.Finished() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-    std::unique_lock<std::mutex> lock(c.mutex);
-    c.cv.wait(lock, [&c] { return c.Finished(); });
+    {  // unlocked before the GIL is taken back: the core's thread takes this lock to end it
+      std::unique_lock<std::mutex> lock(c.mutex);
+      c.cv.wait(lock, [&c] { return c.Finished(); });
+    }
     Py_END_ALLOW_THREADS
   }
   handle.input = py::object();
