@@ -139,18 +139,16 @@ _op_codes = None
 
 
 def _op_code(op):
-    """The core's code for a reduction op, given as a constant (``mpirep.Sum``) or a name."""
+    """The core's code for a reduction op, given as a constant (``mpirep.Sum``) or a name; None
+    is Average."""
     global _op_codes
     if _op_codes is None:
-        _op_codes = {**{code: code for code in core().REDUCE_OPS.values()}, **core().REDUCE_OPS}
+        ops = core().REDUCE_OPS
+        _op_codes = {**{code: code for code in ops.values()}, **ops, None: ops["Average"]}
     try:
         return _op_codes[op]
     except (KeyError, TypeError):
         raise InvalidArgumentError(f"rank {session.rank()}: unknown reduction op {op!r}") from None
-
-
-def _average_unless(op):
-    return _op_code(op if op is not None else "Average")
 
 
 def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
@@ -158,22 +156,23 @@ def allreduce_async(x, op=None, name=None, prescale_factor=1.0, postscale_factor
     :func:`add_process_set`, 0 for all ranks); every rank gets the result. ``op`` defaults to
     Average (integer average is the floor of the mean). ``prescale_factor`` multiplies each
     input before the reduction, ``postscale_factor`` the result."""
-    return _submit_allreduce(x, _auto_name("allreduce", name, process_set), op, prescale_factor,
-                             postscale_factor, process_set, False)
+    return _submit_allreduce(x, op, name, prescale_factor, postscale_factor, process_set, False)
 
 
 def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, process_set=0):
     # The blocking forms skip the Handle: the submission returns once the operation has ended.
-    return _output(_submit_allreduce(x, _auto_name("allreduce", name, process_set), op,
-                                     prescale_factor, postscale_factor, process_set, True))
+    return _output(_submit_allreduce(x, op, name, prescale_factor, postscale_factor, process_set,
+                                     True))
 
 
-def _submit_allreduce(x, name, op, prescale_factor, postscale_factor, process_set, blocking):
+def _submit_allreduce(x, op, name, prescale_factor, postscale_factor, process_set, blocking):
     """_submit for an allreduce, on the core's own short path (training submits one per
-    gradient, often hundreds per step)."""
+    gradient, often hundreds per step, so each Python call here counts): the core converts the
+    scale factors and the process set itself."""
     session._require_init()
-    return core().submit_allreduce(x, name, _average_unless(op), float(prescale_factor),
-                                   float(postscale_factor), int(process_set), blocking)
+    code = _op_code(op)  # before naming: a refused op takes no number from the unnamed ones
+    return core().submit_allreduce(x, _auto_name("allreduce", name, process_set), code,
+                                   prescale_factor, postscale_factor, process_set, blocking)
 
 
 def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -192,7 +191,7 @@ def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor,
                                  group_size, group):
     """One allreduce of the group named ``group``, of ``group_size`` members (the core checks
     that every rank's group has that many; if not, every member fails on every rank)."""
-    return _submit("allreduce", x, name, _average_unless(op), 0, prescale_factor,
+    return _submit("allreduce", x, name, _op_code(op), 0, prescale_factor,
                    postscale_factor, None, process_set, group_size, None, 0, group)
 
 
@@ -251,7 +250,7 @@ def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.
     rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
     row more than the others. ``prescale_factor`` multiplies each input before the reduction,
     ``postscale_factor`` the result, as for allreduce."""
-    return _submit("reducescatter", x, name, _average_unless(op), 0, prescale_factor,
+    return _submit("reducescatter", x, name, _op_code(op), 0, prescale_factor,
                    postscale_factor, None, process_set)
 
 

@@ -1,24 +1,24 @@
 // mpirep._core: the Python face of the core. It exports the core's vocabulary as dictionaries
 // (so Python never restates a code), and reaches the core through the C API alone (c_api.h):
-// it starts and ends the core, and submits numpy buffers, returning a Handle that Python waits
-// on with the GIL released.
+// it starts and ends the core, and submits numpy buffers, returning a Handle (handle_type.h)
+// that Python waits on with the GIL released.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <climits>
 #include <map>
 #include <mutex>
-#include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "c_api.h"
+#include "completion.h"
 #include "core/common.h"
+#include "handle_type.h"
+#include "python_errors.h"
 
 namespace py = pybind11;
 
@@ -28,29 +28,9 @@ namespace {
 const mpirep_api& Api() { return *mpirep_get_api(); }
 
 [[noreturn]] void Raise(int status, const std::string& message) {
-  py::module_::import("mpirep.errors").attr("raise_for_status")(status, message);
-  throw std::logic_error("raise_for_status returned");
+  SetStatusError(status, message.c_str());
+  throw py::error_already_set();
 }
-
-// What the background thread hands back for one operation.
-struct Completion {
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::atomic<bool> done{false};  // set last, after the fields below
-  int status = 0;
-  std::string message;
-  std::vector<int64_t> received_splits;
-  int last_joined_rank = -1;
-  int new_process_set = 0;
-  size_t element_size = 1;
-  Shape shape;
-  void* output = nullptr;  // from the core's output pool; an output array's memory, returned with it
-  size_t capacity = 0;
-  // The core's reference, from the enqueue until `done`, so that a Handle dropped early cannot
-  // free what the core still writes to.
-  std::shared_ptr<Completion> self;
-  ~Completion() { Api().put_output_buffer(output, capacity); }
-};
 
 void* AllocateOutput(void* user, int ndim, const int64_t* shape) {
   Completion* c = static_cast<Completion*>(user);
@@ -73,124 +53,18 @@ void Done(void* user, const mpirep_result* result) {
   c->cv.notify_all();
 }
 
-// A waiter for an async operation polls this long (yielding the CPU between polls) before it
-// blocks: a collective whose ranks are in step ends within it, and waking a blocked thread
-// costs tens of microseconds.
-constexpr auto kSpinBeforeBlocking = std::chrono::microseconds(50);
-
-int Finished(void* user) { return static_cast<Completion*>(user)->done.load(std::memory_order_acquire); }
+int Finished(void* user) { return static_cast<Completion*>(user)->Finished(); }
 
 // While another thread runs the core's rounds, a blocking submitter waits this way; `done` ends
 // the wait early.
 void Pause(void* user) {
   Completion* c = static_cast<Completion*>(user);
   std::unique_lock<std::mutex> lock(c->mutex);
-  c->cv.wait_for(lock, std::chrono::microseconds(50), [c] { return c->done.load(std::memory_order_acquire); });
+  c->cv.wait_for(lock, std::chrono::microseconds(50), [c] { return c->Finished(); });
 }
-
-// The inputs of operations whose Handle was dropped before they ended, kept alive until they
-// end (the core reads them in place). Touched with the GIL held only; never destroyed, since
-// it may outlive the interpreter.
-std::vector<std::pair<std::shared_ptr<Completion>, py::object>>& Orphans() {
-  static auto* orphans = new std::vector<std::pair<std::shared_ptr<Completion>, py::object>>();
-  return *orphans;
-}
-
-void ReleaseFinishedOrphans() {
-  auto& orphans = Orphans();
-  orphans.erase(std::remove_if(orphans.begin(), orphans.end(),
-                               [](const auto& o) { return o.first->done.load(std::memory_order_acquire); }),
-                orphans.end());
-}
-
-// Python's handle of an operation in flight: it polls, waits, and hands over the output.
-class Handle {
- public:
-  Handle(std::string name, std::shared_ptr<Completion> completion, py::object input, py::dtype dtype)
-      : name_(std::move(name)), completion_(std::move(completion)), input_(std::move(input)), dtype_(std::move(dtype)) {}
-  Handle(Handle&&) = default;
-  ~Handle() {
-    if (completion_ && !Poll()) Orphans().emplace_back(completion_, std::move(input_));
-  }
-
-  bool Poll() const { return completion_->done.load(std::memory_order_acquire); }
-
-  // Blocks until the operation ends; raises its error.
-  void Wait() {
-    if (!Poll()) {
-      py::gil_scoped_release release;
-      const auto until = std::chrono::steady_clock::now() + kSpinBeforeBlocking;
-      while (!Poll() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-      std::unique_lock<std::mutex> lock(completion_->mutex);
-      completion_->cv.wait(lock, [this] { return Poll(); });
-    }
-    input_ = py::none();
-    if (completion_->status != static_cast<int>(StatusCode::OK)) Raise(completion_->status, completion_->message);
-  }
-
-  // Waits, then returns the output: an array of the input's dtype over the output memory,
-  // which `self`, this handle, owns and which the array keeps alive as its base. Once: a second
-  // array would share the first one's memory.
-  static py::array Result(const py::object& self) {
-    Handle& handle = self.cast<Handle&>();
-    handle.Wait();
-    if (handle.result_taken_) {
-      Raise(static_cast<int>(StatusCode::INVALID_ARGUMENT),
-            "the result of '" + handle.name_ + "' was taken already: synchronize each handle once");
-    }
-    handle.result_taken_ = true;
-    const Completion& c = *handle.completion_;
-    return py::array(handle.dtype_, std::vector<py::ssize_t>(c.shape.begin(), c.shape.end()), c.output, self);
-  }
-
-  std::vector<int64_t> ReceivedSplits() const { return completion_->received_splits; }
-  int LastJoinedRank() const { return completion_->last_joined_rank; }
-  int NewProcessSet() const { return completion_->new_process_set; }
-  const std::string& name() const { return name_; }
-
- private:
-  std::string name_;
-  std::shared_ptr<Completion> completion_;
-  py::object input_;  // keeps the caller's array alive while the core reads it
-  py::dtype dtype_;   // the output's
-  bool result_taken_ = false;
-};
 
 std::vector<int64_t> Int64s(const py::object& sequence) {
   return sequence.is_none() ? std::vector<int64_t>{} : sequence.cast<std::vector<int64_t>>();
-}
-
-// Enqueues `desc`, whose collective, name and arguments are filled in, for `input`: a
-// C-contiguous array, whose dtype has the core's code `dtype`. `blocking`: the caller waits for
-// the result at once, so this thread runs the core's rounds until the operation ends (c_api.h,
-// enqueue_and_wait).
-Handle Enqueue(mpirep_op_desc& desc, py::array input, int dtype, bool blocking) {
-  ReleaseFinishedOrphans();
-  auto completion = std::make_shared<Completion>();
-  completion->element_size = ElementSize(static_cast<DataType>(dtype));
-  // Every collective's output has its input's number of dimensions: sizing the shape here, on
-  // this thread, spares AllocateOutput an allocation on the core's.
-  completion->shape.assign(input.shape(), input.shape() + input.ndim());
-  desc.dtype = dtype;
-  desc.ndim = static_cast<int>(completion->shape.size());
-  desc.shape = completion->shape.data();
-  desc.input = input.data();
-  completion->self = completion;
-  char error[1024];
-  int status;
-  if (blocking) {
-    py::gil_scoped_release release;
-    status = Api().enqueue_and_wait(&desc, AllocateOutput, Done, completion.get(), Finished, Pause,
-                                    completion.get(), error, sizeof error);
-  } else {
-    status = Api().enqueue(&desc, AllocateOutput, Done, completion.get(), error, sizeof error);
-  }
-  if (status != static_cast<int>(StatusCode::OK)) {
-    completion->self.reset();
-    Raise(status, error);
-  }
-  py::dtype output_dtype = input.dtype();
-  return Handle(desc.name, completion, std::move(input), std::move(output_dtype));
 }
 
 // The core's code for a numpy dtype. Arrays share their dtype objects, so the ones seen before
@@ -209,7 +83,7 @@ int DtypeCode(const py::dtype& dtype) {
 
 // `x` as the core reads it: a C-contiguous array (anything numpy.asarray takes, copied only
 // where it is not one already).
-py::array AsInput(const py::object& x) {
+py::array AsInput(py::handle x) {
   if (py::isinstance<py::array>(x) && (py::reinterpret_borrow<py::array>(x).flags() & py::array::c_style)) {
     return py::reinterpret_borrow<py::array>(x);  // as is: PyArray_FromAny costs a microsecond even here
   }
@@ -218,17 +92,51 @@ py::array AsInput(const py::object& x) {
   return input;
 }
 
-// Any collective, of `x` (AsInput). `splits` and `new_set_ranks`: sequences of integers, or
-// None.
-Handle Submit(int collective, const std::string& name, const py::object& x, int reduce_op,
-              int root_rank, double prescale, double postscale, const py::object& splits_or_none,
-              int process_set, int group_size, const py::object& new_set_ranks_or_none, int removed_set,
-              const std::string& group, bool blocking) {
+// Enqueues `desc`, whose collective and arguments are filled in, as the operation `name` on `x`
+// (AsInput), and returns its Handle. `blocking`: the caller waits for the result at once, so
+// this thread runs the core's rounds until the operation ends (c_api.h, enqueue_and_wait).
+py::object Enqueue(mpirep_op_desc& desc, const py::str& name, py::handle x, bool blocking) {
+  py::array input = AsInput(x);
+  py::dtype dtype = input.dtype();
+  desc.dtype = DtypeCode(dtype);
+  desc.name = PyUnicode_AsUTF8(name.ptr());
+  if (!desc.name) throw py::error_already_set();
+  auto completion = std::make_shared<Completion>();
+  completion->element_size = ElementSize(static_cast<DataType>(desc.dtype));
+  // Every collective's output has its input's number of dimensions: sizing the shape here, on
+  // this thread, spares AllocateOutput an allocation on the core's.
+  completion->shape.assign(input.shape(), input.shape() + input.ndim());
+  desc.ndim = static_cast<int>(completion->shape.size());
+  desc.shape = completion->shape.data();
+  desc.input = input.data();
+  completion->self = completion;
+  char error[1024];
+  int status;
+  if (blocking) {
+    py::gil_scoped_release release;
+    status = Api().enqueue_and_wait(&desc, AllocateOutput, Done, completion.get(), Finished, Pause,
+                                    completion.get(), error, sizeof error);
+  } else {
+    status = Api().enqueue(&desc, AllocateOutput, Done, completion.get(), error, sizeof error);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) {
+    completion->self.reset();
+    Raise(status, error);
+  }
+  PyObject* handle = NewHandle(name, std::move(completion), std::move(input), std::move(dtype));
+  if (!handle) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(handle);
+}
+
+// Any collective. `splits` and `new_set_ranks`: sequences of integers, or None.
+py::object Submit(int collective, const py::str& name, const py::object& x, int reduce_op, int root_rank,
+                  double prescale, double postscale, const py::object& splits_or_none, int process_set,
+                  int group_size, const py::object& new_set_ranks_or_none, int removed_set,
+                  const std::string& group, bool blocking) {
   const std::vector<int64_t> splits = Int64s(splits_or_none);
   const std::vector<int64_t> new_set_ranks = Int64s(new_set_ranks_or_none);
   mpirep_op_desc desc{};
   desc.collective = collective;
-  desc.name = name.c_str();
   desc.reduce_op = reduce_op;
   desc.root_rank = root_rank;
   desc.prescale = prescale;
@@ -241,26 +149,50 @@ Handle Submit(int collective, const std::string& name, const py::object& x, int 
   desc.new_set_ranks = new_set_ranks.empty() ? nullptr : new_set_ranks.data();
   desc.removed_set = removed_set;
   desc.group = group.c_str();
-  py::array input = AsInput(x);
-  const int dtype = DtypeCode(input.dtype());
-  return Enqueue(desc, std::move(input), dtype, blocking);
+  return Enqueue(desc, name, x, blocking);
 }
 
-// An allreduce, the collective that training submits most often, on the shortest path from
-// Python: seven arguments rather than Submit's fifteen.
-Handle SubmitAllreduce(const py::object& x, const std::string& name, int reduce_op, double prescale,
-                       double postscale, int process_set, bool blocking) {
-  py::array input = AsInput(x);
-  const int dtype = DtypeCode(input.dtype());
+// False with Python's error set unless `value` is an integer that fits an int.
+bool ToInt(PyObject* value, int* out) {
+  const long v = PyLong_AsLong(value);
+  if (v == -1 && PyErr_Occurred()) return false;
+  if (v < INT_MIN || v > INT_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C int");
+    return false;
+  }
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// submit_allreduce(x, name, reduce_op, prescale, postscale, process_set, blocking): Submit for
+// an allreduce, the collective that training submits most often (hundreds per step), with its
+// arguments parsed here rather than by pybind11, whose dispatch costs more than the parsing.
+PyObject* SubmitAllreduce(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 7) {
+    PyErr_Format(PyExc_TypeError, "submit_allreduce() takes 7 positional arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  if (!PyUnicode_Check(args[1])) {
+    PyErr_Format(PyExc_TypeError, "submit_allreduce(): name must be str, not %.100s", Py_TYPE(args[1])->tp_name);
+    return nullptr;
+  }
   mpirep_op_desc desc{};
   desc.collective = static_cast<int>(Collective::ALLREDUCE);
-  desc.name = name.c_str();
-  desc.reduce_op = reduce_op;
-  desc.prescale = prescale;
-  desc.postscale = postscale;
-  desc.process_set = process_set;
   desc.group = "";
-  return Enqueue(desc, std::move(input), dtype, blocking);
+  if (!ToInt(args[2], &desc.reduce_op)) return nullptr;
+  desc.prescale = PyFloat_AsDouble(args[3]);
+  if (desc.prescale == -1.0 && PyErr_Occurred()) return nullptr;
+  desc.postscale = PyFloat_AsDouble(args[4]);
+  if (desc.postscale == -1.0 && PyErr_Occurred()) return nullptr;
+  if (!ToInt(args[5], &desc.process_set)) return nullptr;
+  const int blocking = PyObject_IsTrue(args[6]);
+  if (blocking < 0) return nullptr;
+  try {
+    return Enqueue(desc, py::reinterpret_borrow<py::str>(args[1]), args[0], blocking != 0).release().ptr();
+  } catch (...) {
+    SetErrorForCaughtException();
+    return nullptr;
+  }
 }
 
 // Collective. `settings`: name -> value as text, for the settings of core/settings.def.
@@ -409,19 +341,17 @@ PYBIND11_MODULE(_core, m) {
   m.def("autotune_finished", [] { return Api().autotune_finished() != 0; });
   m.def("api_table_address", [] { return reinterpret_cast<uintptr_t>(&Api()); });
 
-  py::class_<Handle>(m, "Handle")
-      .def("poll", &Handle::Poll)
-      .def("wait", &Handle::Wait)
-      .def("result", &Handle::Result)
-      .def("synchronize", &Handle::Result)  // what mpirep.synchronize calls: the output array
-      .def_property_readonly("name", &Handle::name)
-      .def("received_splits", &Handle::ReceivedSplits)
-      .def("last_joined_rank", &Handle::LastJoinedRank)
-      .def("new_process_set", &Handle::NewProcessSet);
+  if (!AddHandleType(m.ptr())) throw py::error_already_set();
   m.def("submit", &Submit, py::arg("collective"), py::arg("name"), py::arg("x"),
         py::arg("reduce_op"), py::arg("root_rank"), py::arg("prescale"),
         py::arg("postscale"), py::arg("splits"), py::arg("process_set"), py::arg("group_size"),
         py::arg("new_set_ranks"), py::arg("removed_set"), py::arg("group"), py::arg("blocking"));
-  m.def("submit_allreduce", &SubmitAllreduce, py::arg("x"), py::arg("name"), py::arg("reduce_op"),
-        py::arg("prescale"), py::arg("postscale"), py::arg("process_set"), py::arg("blocking"));
+  static PyMethodDef functions[] = {
+      {"submit_allreduce", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(SubmitAllreduce)),
+       METH_FASTCALL,
+       "submit_allreduce($module, x, name, reduce_op, prescale, postscale, process_set, blocking, /)\n--\n\n"
+       "Submits an allreduce of x; returns its Handle."},
+      {nullptr, nullptr, 0, nullptr},
+  };
+  if (PyModule_AddFunctions(m.ptr(), functions) < 0) throw py::error_already_set();
 }

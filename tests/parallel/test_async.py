@@ -99,6 +99,24 @@ def test_a_handle_names_its_tensor_and_gives_its_result_once():
     assert result.flags.writeable
 
 
+def test_the_core_handle_is_final_and_untracked():
+    """Python cannot make, subclass or add attributes to the core's handle, and the garbage
+    collector does not track it (a step's hundreds of handles add nothing to its work)."""
+    handle = mpirep.allreduce_async(np.ones(3, np.float32), name="plain")
+    handle_type = type(handle)
+    assert (handle_type.__module__, handle_type.__name__) == ("mpirep._core", "Handle")
+    with pytest.raises(TypeError):
+        handle_type()
+    with pytest.raises(TypeError):
+        type("Derived", (handle_type,), {})
+    with pytest.raises(AttributeError):
+        handle.note = 1
+    with pytest.raises(AttributeError):
+        handle.name = "renamed"
+    assert not gc.is_tracked(handle)
+    assert mpirep.synchronize(handle).base is handle
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.float64)], ids=dtype_id)
 def test_every_async_form_matches_blocking(dtype):
     n, rank = mpirep.size(), mpirep.rank()

@@ -168,6 +168,24 @@ def test_unsupported_input(case):
     assert_next_collective_works(f"unsupported.{case}")
 
 
+# Refused on this rank before anything is enqueued: an unknown op by mpirep, what the core cannot
+# convert by Python's own errors.
+BAD_ARGUMENTS = {
+    "op": (lambda: mpirep.allreduce(np.ones(2), op="Median"), mpirep.InvalidArgumentError),
+    "prescale": (lambda: mpirep.allreduce_async(np.ones(2), prescale_factor=None), TypeError),
+    "postscale": (lambda: mpirep.allreduce(np.ones(2), postscale_factor=[2.0]), TypeError),
+    "process_set": (lambda: mpirep.allreduce(np.ones(2), process_set=2**40), OverflowError),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ARGUMENTS))
+def test_bad_arguments(case):
+    submit, error = BAD_ARGUMENTS[case]
+    with pytest.raises(error):
+        submit()
+    assert_next_collective_works(f"bad_argument.{case}")
+
+
 def test_error_hierarchy():
     assert issubclass(mpirep.MpirepError, RuntimeError)
     for cls in (mpirep.MismatchError, mpirep.InvalidArgumentError, mpirep.UnsupportedError,
