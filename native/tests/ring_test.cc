@@ -45,7 +45,7 @@ void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, bool in_p
 // place; the pieces themselves are never written.
 void CheckPiecesInput(int n, int64_t count, size_t chunk) {
   std::vector<std::vector<int64_t>> results(n);
-  std::vector<bool> inputs_intact(n);
+  std::vector<char> inputs_intact(n);  // not vector<bool>: the ranks are threads writing their own entries
   OnRanks(n, [&](Transport& t) {
     std::vector<std::vector<int64_t>> pieces;
     for (int64_t at = 0, size = 1; at < count; at += size, size = size % 13 + 4) {
