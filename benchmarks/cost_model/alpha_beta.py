@@ -79,8 +79,10 @@ A set of gradients is reduced in fused buffers, packed as mpirep's fusion planne
 (native/core/fusion.cc): in order, each tensor joins the open buffer if the buffer stays
 within the fusion threshold, else it opens a new one; a tensor of at least
 small_allreduce_bytes x p runs alone. Each buffer costs a round and a collective, and a buffer of several tensors also
-two copies of its bytes (packing and unpacking), at the host's memory-copy cost `copy`
-seconds per byte (x oversubscription). Training submits the same gradients every step, so a
+copies of its bytes at the host's memory-copy cost `copy` seconds per byte (x
+oversubscription): one into the outputs (unpacking), and the packing, which the flat ring does
+only for the segment it sends first (1/p of the bytes; it reads the rest where they lie) and
+doubling and the hierarchical allreduce do for the whole buffer. Training submits the same gradients every step, so a
 step's rounds are cached rounds; only the first step's are slow.
 
 A training step computes for `compute` seconds; the backward pass takes the last
@@ -204,6 +206,13 @@ def allreduce(nbytes, cluster, settings=Settings(), hierarchical=False):
     return flat_allreduce(nbytes, cluster)
 
 
+def fused_copies(nbytes, cluster, settings=Settings(), hierarchical=False):
+    """Copies of each byte of a buffer of several tensors: unpacking, and packing (whole, or
+    the flat ring's first segment only)."""
+    packs_whole = hierarchical or (cluster.ranks >= 3 and nbytes <= settings.small_allreduce_bytes)
+    return 2.0 if packs_whole else 1.0 + 1.0 / cluster.ranks
+
+
 def cached_round(cluster):
     """Seconds for a round that agrees on cached tensors: the AND of the agreement words."""
     return doubling_allreduce(0, cluster)
@@ -249,14 +258,15 @@ def fused_buffers(tensor_bytes, fusion_threshold, solo_bytes):
 
 def gradient_round(tensor_bytes, cluster, settings=Settings(), hierarchical=False, cached=True):
     """(seconds for all buffers, seconds for the last one): every buffer a round + a collective
-    (+ packing and unpacking where it holds several tensors). cached: the steady state of
+    (+ its copies where it holds several tensors). cached: the steady state of
     training, which submits the same gradients every step; False for the first step."""
     times = []
     for tensors in fused_buffers(tensor_bytes, settings.fusion_threshold, settings.solo_bytes(cluster.ranks)):
         nbytes = sum(tensors)
-        packing = 2 * nbytes * cluster.copy * cluster.oversubscription if len(tensors) > 1 else 0.0
+        copying = (fused_copies(nbytes, cluster, settings, hierarchical) * nbytes * cluster.copy
+                   * cluster.oversubscription if len(tensors) > 1 else 0.0)
         times.append(blocking_allreduce(nbytes, cluster, cached=cached, settings=settings,
-                                        hierarchical=hierarchical) + packing)
+                                        hierarchical=hierarchical) + copying)
     return sum(times), times[-1]
 
 

@@ -55,8 +55,9 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
   rounds, as a training step's are after the first.
 * A set of gradients is packed into buffers as the fusion planner packs them (in order, up
   to the fusion threshold; a tensor of small_allreduce_bytes x p or more alone), each buffer a round and
-  a collective, a buffer of several tensors also two copies of its bytes (packing, unpacking)
-  at the memory-copy cost `memcpy.py` measures.
+  a collective, a buffer of several tensors also copies of its bytes at the memory-copy cost
+  `memcpy.py` measures: one to unpack it, and its packing, which the flat ring does for 1/p of
+  it (the segment it sends first) and doubling and the hierarchical allreduce for all of it.
 * A training step: compute + exposed communication. Without overlap all communication is
   exposed; with overlap it runs during the backward pass (taken as
   {BACKWARD_FRACTION:.2f} of the compute), so only what exceeds it is exposed, and never less
