@@ -60,7 +60,7 @@ void Ring::ReduceScatter(const Pieces& in, void* out, const std::vector<int64_t>
   std::vector<Transport::Handle> sends;
   for (const ChunkRange& c : Chunks(segments, Wrap(r - 1, n), esize)) {
     const char* chunk = in.Contiguous(c.offset * esize64, c.count * esize64);
-    if (!chunk) {  // spans pieces: sent from its place in `out`, which the ring only reduces into later
+    if (!chunk) {  // spans pieces: sent from its place in `out`, which the reduce-scatter never writes
       in.CopyTo(At(out, c.offset, esize), c.offset * esize64, c.count * esize64);
       chunk = At(out, c.offset, esize);
     }
