@@ -11,9 +11,13 @@ std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int6
   using Key = std::tuple<int32_t, DataType, ReduceOp, double, double>;
   std::vector<Response> batches;
   std::map<Key, size_t> open;  // the batch still taking tensors, for each key
+  auto start_batch = [&](const Response& r) {
+    batches.push_back(r);
+    if (!with_shapes) batches.back().shapes.clear();
+  };
   for (const Response* r : ready) {
     if (r->kind != Response::Kind::EXECUTE || r->collective != Collective::ALLREDUCE || r->bytes >= solo_bytes) {
-      batches.push_back(*r);
+      start_batch(*r);
       continue;
     }
     const Key key{r->process_set, r->dtype, r->op, r->prescale, r->postscale};
@@ -27,8 +31,7 @@ std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int6
       batch.cacheable = batch.cacheable && r->cacheable;
       continue;
     }
-    batches.push_back(*r);
-    if (!with_shapes) batches.back().shapes.clear();
+    start_batch(*r);
     open[key] = batches.size() - 1;
   }
   return batches;
