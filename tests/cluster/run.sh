@@ -7,6 +7,7 @@
 #   PYTHON               interpreter with mpi4py, numpy and pytest (and mpirep, when installed:
 #                        then its mpirep-run is the launcher under test)      (default python3)
 #   MPIREP_TEST_TIMEOUT  limit for the whole pytest run, in seconds        (default 600)
+#   MPIREP_CLUSTER_LOCK  lock file that serialises runs on one machine (default /tmp/mpirep-cluster.lock)
 #   and the settings of dev/cluster/ (see dev/cluster/README.md)
 #
 # The multi-host tests (emulated hosts h1/h2, 2-node Slurm) are skipped only when this
@@ -19,6 +20,11 @@ source "$C/lib.sh"
 source "$C/slurm.sh"
 PYTHON=${PYTHON:-python3}
 T0=$SECONDS
+
+# The clusters are machine-wide (namespaces, daemons, /tmp/mpc): a second run on the same
+# machine waits for the first rather than tearing its clusters down under it.
+exec {lock_fd}>"${MPIREP_CLUSTER_LOCK:-/tmp/mpirep-cluster.lock}"
+flock "$lock_fd"
 stamp() { echo "[cluster-tests +$((SECONDS - T0))s] $*"; }
 
 teardown() {
