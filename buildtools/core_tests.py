@@ -1,12 +1,17 @@
-"""Builds the C++ unit tests of native/core (native/tests) and runs them:
-`python -m buildtools.core_tests [BUILD_DIR]` from the checkout's root.
+"""Builds the C++ unit tests of native/core (native/tests) and runs them, from the checkout's root:
+
+    python -m buildtools.core_tests [--build-dir DIR] [--list | SUITE|SUITE.TEST ...]
 
 core/ and the tests are compiled with AddressSanitizer and UBSan, with native/ as the only
 include directory and no MPI flags, and linked without libmpi: the unit tests are also the
-proof that core/ needs no MPI. The binary is cached in BUILD_DIR under a hash of every native
-source and header, so an unchanged tree is not rebuilt.
+proof that core/ needs no MPI. The binary is cached in the build directory under a hash of
+every native source and header, so an unchanged tree is not rebuilt; a new binary replaces the
+older ones there. The binary's own arguments (native/tests/main.cc) select suites or tests, or
+list them.
 """
 
+import argparse
+import glob
 import hashlib
 import os
 import subprocess
@@ -17,6 +22,11 @@ from buildtools.native import CXX_STANDARD, INCLUDE_DIR, ROOT, headers, sources
 
 FLAGS = [f"-std=c++{CXX_STANDARD}", "-O0", "-g", "-fsanitize=address,undefined",
          "-fno-sanitize-recover=undefined"]
+PREFIX = "core_tests-"
+
+
+class BuildError(RuntimeError):
+    """A test source did not compile; the message holds the compiler's errors."""
 
 
 def _sources():
@@ -24,13 +34,13 @@ def _sources():
 
 
 def build(directory):
-    """Compiles each source in parallel and links; returns the binary's path."""
+    """Compiles each source in parallel and links; returns the binary's path. Raises BuildError."""
     digest = hashlib.sha256()
     for path in headers() + _sources():
         digest.update(path.encode())
         with open(os.path.join(ROOT, path), "rb") as f:
             digest.update(f.read())
-    binary = os.path.join(directory, f"core_tests-{digest.hexdigest()[:16]}")
+    binary = os.path.join(directory, PREFIX + digest.hexdigest()[:16])
     if os.path.exists(binary):
         return binary
     compiler = os.environ.get("CXX", "g++")
@@ -42,15 +52,29 @@ def build(directory):
                                      cwd=ROOT, stderr=subprocess.PIPE, text=True))
     errors = [job.communicate()[1] for job in jobs if job.wait() != 0]
     if errors:
-        sys.exit("\n".join(errors))
+        raise BuildError("\n".join(errors))
+    for older in glob.glob(os.path.join(directory, PREFIX + "*")):
+        os.unlink(older)
     subprocess.run([compiler, *FLAGS, *objects, "-o", binary, "-lpthread"], check=True)
     return binary
 
 
 def main():
-    directory = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="mpirep-core-tests-")
+    parser = argparse.ArgumentParser(prog="python -m buildtools.core_tests",
+                                     description="Build and run the C++ unit tests of native/core.")
+    parser.add_argument("--build-dir", help="where objects and the binary are kept "
+                                            "(default: a new temporary directory)")
+    parser.add_argument("--list", action="store_true", help="list the tests, one SUITE.TEST a line")
+    parser.add_argument("tests", nargs="*", metavar="SUITE|SUITE.TEST",
+                        help="run only these (default: all)")
+    args = parser.parse_args()
+    directory = args.build_dir or tempfile.mkdtemp(prefix="mpirep-core-tests-")
     os.makedirs(directory, exist_ok=True)
-    sys.exit(subprocess.run([build(directory)]).returncode)
+    try:
+        binary = build(directory)
+    except BuildError as error:
+        sys.exit(str(error))
+    sys.exit(subprocess.run([binary] + (["--list"] if args.list else args.tests)).returncode)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ uint64_t Word(int rank, int round, size_t i) {
 
 }  // namespace
 
-void RunAndAllreduceTests() {
+TEST(AndAllreduce, EveryRankGetsTheAndOfAllWordsRoundAfterRound) {
   for (int n = 1; n <= 8; ++n) {
     mpirep_test::OnRanks(n, [n](Transport& transport) {
       AndAllreduce agreement(transport);

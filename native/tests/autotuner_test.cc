@@ -87,7 +87,7 @@ Config Start(int64_t fusion, double cycle, int64_t chunk) {
   return config;
 }
 
-void FindsTheOptimumFromTheDefaults() {
+TEST(Autotuner, FindsTheOptimumFromTheDefaults) {
   const Config start;
   const Run run = Simulate(start, Separable);
   CHECK(run.final_point.fusion_threshold == 16 << 20 && run.final_point.cycle_time_ms == 0.5 &&
@@ -112,7 +112,7 @@ void FindsTheOptimumFromTheDefaults() {
   CHECK(run.steps >= 17 * per_trial && run.steps <= 17 * (per_trial + 1), << run.steps);
 }
 
-void FindsTheOptimumFromABadStart() {
+TEST(Autotuner, FindsTheOptimumFromABadStart) {
   const Run run = Simulate(Start(64 << 10, 20, 4 << 10), Separable);
   CHECK(run.final_point.fusion_threshold == 16 << 20 && run.final_point.cycle_time_ms == 0.5 &&
         run.final_point.chunk_bytes == 256 << 10);
@@ -122,7 +122,7 @@ void FindsTheOptimumFromABadStart() {
   CHECK(run.trials[0].score < run.trials.back().score);
 }
 
-void OptimumOnTheGridEdgeAndTies() {
+TEST(Autotuner, OptimumOnTheGridEdgeAndTies) {
   // Throughput that only grows with the threshold and ignores the rest: the largest threshold,
   // and the first-tried values of the others, since equal scores never move the best point.
   const Run run = Simulate(Start(1 << 20, 0, 1 << 20), [](const Config& c) { return double(c.fusion_threshold); });
@@ -134,7 +134,7 @@ void OptimumOnTheGridEdgeAndTies() {
 
 // Where hierarchical allreduce is a choice, it is tuned too: here the flat ring is faster than
 // the auto default (which is hierarchical on such a layout), and the search ends on it.
-void TunesHierarchicalWhereItIsAChoice() {
+TEST(Autotuner, TunesHierarchicalWhereItIsAChoice) {
   const Throughput flat_faster = [](const Config& c) {
     return Separable(c) * (c.hierarchical_allreduce == 0 ? 1.0 : 0.6);
   };
@@ -147,7 +147,7 @@ void TunesHierarchicalWhereItIsAChoice() {
   for (const Trial& trial : Simulate(Config(), flat_faster).trials) CHECK(Value(trial, "hierarchical_allreduce").empty());
 }
 
-void WarmupAndStraySlowStepDoNotCount() {
+TEST(Autotuner, WarmupAndStraySlowStepDoNotCount) {
   const Config start;
   const Run prompt = Simulate(start, Separable, /*delay=*/0);
   // The change lands two steps later: those run at the old settings, within the warm-up.
@@ -163,7 +163,7 @@ void WarmupAndStraySlowStepDoNotCount() {
   CHECK(slow.final_point.fusion_threshold == prompt.final_point.fusion_threshold);
 }
 
-void DeterministicAndFixedOnceFinished() {
+TEST(Autotuner, DeterministicAndFixedOnceFinished) {
   const Run a = Simulate(Config(), Separable);
   const Run b = Simulate(Config(), Separable);
   CHECK(a.trials.size() == b.trials.size());
@@ -185,7 +185,7 @@ void DeterministicAndFixedOnceFinished() {
         tuner.point().chunk_bytes == point.chunk_bytes);
 }
 
-void BadCandidateIsRefused() {
+TEST(Autotuner, BadCandidateIsRefused) {
   bool refused = false;
   try {
     Autotuner tuner(Config(), {{"chunk_bytes", {"65536", "8"}}});
@@ -195,7 +195,7 @@ void BadCandidateIsRefused() {
   CHECK(refused);
 }
 
-void LogHasARowPerTrial() {
+TEST(Autotuner, LogHasARowPerTrial) {
   const std::string path = "/tmp/mpirep_autotune_test_" + std::to_string(::getpid()) + ".csv";
   const Run run = Simulate(Config(), Separable);
   {
@@ -226,7 +226,7 @@ void LogHasARowPerTrial() {
 // Cached steady state of three 64-byte tensors, fused in one batch; rank 0 proposes a 64-byte
 // threshold: the next round is a slow phase on every rank that carries it, and from then on
 // every rank runs the three tensors one by one.
-void RetuneReachesEveryRankInTheSameRound() {
+TEST(Autotuner, RetuneReachesEveryRankInTheSameRound) {
   SimulatedJob job(3, Config());
   auto step = [&] {
     for (int r = 0; r < job.size(); ++r) {
@@ -261,15 +261,3 @@ void RetuneReachesEveryRankInTheSameRound() {
 }
 
 }  // namespace
-
-void RunAutotunerTests() {
-  FindsTheOptimumFromTheDefaults();
-  FindsTheOptimumFromABadStart();
-  OptimumOnTheGridEdgeAndTies();
-  WarmupAndStraySlowStepDoNotCount();
-  TunesHierarchicalWhereItIsAChoice();
-  DeterministicAndFixedOnceFinished();
-  BadCandidateIsRefused();
-  LogHasARowPerTrial();
-  RetuneReachesEveryRankInTheSameRound();
-}

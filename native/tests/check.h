@@ -1,14 +1,42 @@
-// The smallest test harness that serves: CHECK records a failure with its location and goes on.
+// The test harness of native/tests, as small as serves:
+//   TEST(Suite, Name) { ... }  defines a test and registers it with its suite, in the order of
+//                              its file; main.cc runs them (all, or the suites asked for) and
+//                              reports each test.
+//   CHECK(cond, << detail)     records a failure with its location and goes on. Any thread may
+//                              check: a test's threads (OnRanks) count towards that test.
 #pragma once
 
 #include <atomic>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 namespace mpirep_test {
 
 inline std::atomic<int> failures{0};
 inline std::atomic<int> checks{0};
+
+struct TestCase {
+  const char* suite;
+  const char* name;
+  void (*body)();
+};
+
+// Every registered test, in the order of registration (per file, the order of definition).
+inline std::vector<TestCase>& Registry() {
+  static std::vector<TestCase> tests;
+  return tests;
+}
+
+struct Registration {
+  Registration(const char* suite, const char* name, void (*body)()) { Registry().push_back({suite, name, body}); }
+};
+
+#define TEST(Suite, Name)                                                                      \
+  static void Suite##_##Name##_Test();                                                         \
+  static const ::mpirep_test::Registration Suite##_##Name##_registration(#Suite, #Name,        \
+                                                                         Suite##_##Name##_Test); \
+  static void Suite##_##Name##_Test()
 
 #define CHECK(cond, ...)                                                              \
   do {                                                                                \

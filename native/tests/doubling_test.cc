@@ -81,7 +81,7 @@ void CheckSameBitsEverywhere(int n, ReduceOp op) {
 
 }  // namespace
 
-void RunDoublingTests() {
+TEST(Doubling, ClosedFormForEveryOpSizeAndRankCount) {
   for (int n = 1; n <= 8; ++n) {
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1000}}) {
       for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MIN, ReduceOp::MAX, ReduceOp::PRODUCT}) {
@@ -89,7 +89,15 @@ void RunDoublingTests() {
       }
       CheckClosedForm(n, count, ReduceOp::SUM, true);
     }
-    CheckEpilogueOnce(n);
+  }
+}
+
+TEST(Doubling, EpilogueRunsOnce) {
+  for (int n = 1; n <= 8; ++n) CheckEpilogueOnce(n);
+}
+
+TEST(Doubling, SameBitsOnEveryRank) {
+  for (int n = 1; n <= 8; ++n) {
     for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MIN, ReduceOp::MAX}) CheckSameBitsEverywhere(n, op);
   }
 }

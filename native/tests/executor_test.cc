@@ -519,23 +519,44 @@ void CheckPhases(int n) {
 
 }  // namespace
 
-void RunExecutorTests() {
+TEST(Executor, FusedAllreduces) {
+  for (int n = 1; n <= 8; ++n) CheckAllreduces(n);
+}
+
+TEST(Executor, BroadcastFromEveryRoot) {
   for (int n = 1; n <= 8; ++n) {
-    CheckAllreduces(n);
     CheckBroadcast<int8_t>(n, DataType::INT8);
     CheckBroadcast<int32_t>(n, DataType::INT32);
     CheckBroadcast<double>(n, DataType::FLOAT64);
-    CheckUnevenAllgather(n);
-    CheckAlltoall(n);
+  }
+}
+
+TEST(Executor, UnevenAllgather) {
+  for (int n = 1; n <= 8; ++n) CheckUnevenAllgather(n);
+}
+
+TEST(Executor, Alltoall) {
+  for (int n = 1; n <= 8; ++n) CheckAlltoall(n);
+}
+
+TEST(Executor, Reducescatter) {
+  for (int n = 1; n <= 8; ++n) {
     CheckReducescatter<int32_t>(n, DataType::INT32, ReduceOp::SUM, 3.0, 0.5);
     CheckReducescatter<int64_t>(n, DataType::INT64, ReduceOp::AVERAGE, 3.0, 0.5);
     CheckReducescatter<double>(n, DataType::FLOAT64, ReduceOp::AVERAGE, 3.0, 0.5);
     CheckReducescatter<float>(n, DataType::FLOAT32, ReduceOp::MAX, 1.0, 1.0);
-    if (n >= 2) {
-      CheckJoinedRanksStandIn(n, 0);
-      CheckJoinedRanksStandIn(n, 1 << 20);
-    }
   }
-  for (int n : {1, 2, 3}) CheckPhases(n);
-  CheckFailedAllocation();
 }
+
+TEST(Executor, JoinedRanksStandIn) {
+  for (int n = 2; n <= 8; ++n) {
+    CheckJoinedRanksStandIn(n, 0);
+    CheckJoinedRanksStandIn(n, 1 << 20);
+  }
+}
+
+TEST(Executor, Phases) {
+  for (int n : {1, 2, 3}) CheckPhases(n);
+}
+
+TEST(Executor, FailedAllocation) { CheckFailedAllocation(); }

@@ -356,12 +356,21 @@ void CheckRetunedBetweenCollectives(const Layout& layout) {
 
 }  // namespace
 
-void RunHierarchicalTests() {
-  for (Layout layout : {Layout{2, 2, false}, Layout{3, 2, false}, Layout{2, 3, true}, Layout{1, 3, false},
-                        Layout{3, 1, false}, Layout{2, 2, true}}) {
-    CheckEveryOp(layout);
-    CheckJoinedRank(layout);
-    CheckPathAndCrossHostBytes(layout);
-    CheckRetunedBetweenCollectives(layout);
-  }
+const Layout kLayouts[] = {Layout{2, 2, false}, Layout{3, 2, false}, Layout{2, 3, true},
+                           Layout{1, 3, false}, Layout{3, 1, false}, Layout{2, 2, true}};
+
+TEST(Hierarchical, EveryOpMatchesTheReferenceAndTheFlatRing) {
+  for (const Layout& layout : kLayouts) CheckEveryOp(layout);
+}
+
+TEST(Hierarchical, JoinedRank) {
+  for (const Layout& layout : kLayouts) CheckJoinedRank(layout);
+}
+
+TEST(Hierarchical, PathAndCrossHostBytes) {
+  for (const Layout& layout : kLayouts) CheckPathAndCrossHostBytes(layout);
+}
+
+TEST(Hierarchical, RetunedBetweenCollectives) {
+  for (const Layout& layout : kLayouts) CheckRetunedBetweenCollectives(layout);
 }

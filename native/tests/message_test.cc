@@ -6,7 +6,9 @@
 
 using namespace mpirep;
 
-void RunMessageTests() {
+namespace {
+
+RequestList SampleRequests() {
   RequestList requests;
   requests.shutdown = true;
   requests.shutdown_reason = "KeyError: 'x'";
@@ -26,6 +28,14 @@ void RunMessageTests() {
   r.new_set_ranks = {0, 5};
   r.removed_set = 9;
   requests.requests = {r, Request{}};
+  return requests;
+}
+
+}  // namespace
+
+TEST(Message, RequestListRoundTrip) {
+  const RequestList requests = SampleRequests();
+  const Request& r = requests.requests[0];
   RequestList back = DecodeRequestList(Encode(requests));
   CHECK(back.shutdown && back.shutdown_reason == "KeyError: 'x'" && back.requests.size() == 2);
   const Request& b = back.requests[0];
@@ -33,7 +43,9 @@ void RunMessageTests() {
         b.shape == r.shape && b.op == r.op && b.root == 2 && b.prescale == 0.25 && b.postscale == 3.5 &&
         b.splits == r.splits && b.process_set == 4 && b.group_size == 7 && b.new_set_ranks == r.new_set_ranks &&
         b.removed_set == 9);
+}
 
+TEST(Message, ResponseListRoundTripWithAndWithoutRetune) {
   ResponseList responses;
   Response e;
   e.kind = Response::Kind::ERROR;
@@ -60,8 +72,10 @@ void RunMessageTests() {
   responses.retune = Retune{{{"fusion_threshold", "4194304"}, {"cycle_time_ms", "0.5"}}, true};
   rb = DecodeResponseList(Encode(responses));
   CHECK(rb.responses.size() == 1 && rb.retune && rb.retune->final && rb.retune->settings == responses.retune->settings);
+}
 
-  std::string truncated = Encode(requests);
+TEST(Message, TruncatedInputIsRejected) {
+  std::string truncated = Encode(SampleRequests());
   truncated.resize(truncated.size() - 3);
   bool threw = false;
   try {

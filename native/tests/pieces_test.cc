@@ -7,7 +7,7 @@
 
 using namespace mpirep;
 
-void RunPiecesTests() {
+TEST(Pieces, ContiguousRangesCopiesAndPartsAcrossPieces) {
   const std::string a = "abc", b = "", c = "defgh";
   Pieces pieces;
   for (const std::string* s : {&a, &b, &c}) pieces.Add(s->data(), static_cast<int64_t>(s->size()));

@@ -30,7 +30,7 @@ Request Own(const std::string& name, Shape shape) {
   return request;
 }
 
-void Entries() {
+TEST(ResponseCache, EntriesByNameAndPosition) {
   ResponseCache cache(4);
   const Response fused = Executed({"a", "b"});
   const Request a = Own("a", {2, 3});
@@ -48,7 +48,7 @@ void Entries() {
   CHECK(!cache.Repeats(pa, scaled));
 }
 
-void LeastRecentlyUsed() {
+TEST(ResponseCache, LeastRecentlyUsed) {
   ResponseCache cache(2);
   const Response r = Executed({"a", "b", "c"});
   const int64_t pa = cache.Insert(r, 0, nullptr);
@@ -70,7 +70,7 @@ void LeastRecentlyUsed() {
   CHECK(threw, << "inserting a cached name, or into a full cache, is a bug");
 }
 
-void ProcessSetPositions() {
+TEST(ResponseCache, ProcessSetPositions) {
   ResponseCache cache(8);
   cache.Insert(Executed({"x"}, 1), 0, nullptr);
   cache.Insert(Executed({"y"}, 2), 0, nullptr);
@@ -79,7 +79,7 @@ void ProcessSetPositions() {
   CHECK(cache.PositionsOf(3).empty());
 }
 
-void Fingerprint() {
+TEST(ResponseCache, FingerprintOfARequest) {
   ResponseCache one(4), two(4);
   const Response r = Executed({"a", "b"});
   for (ResponseCache* c : {&one, &two}) {
@@ -92,7 +92,7 @@ void Fingerprint() {
   CHECK(one.fingerprint() != two.fingerprint());
 }
 
-void ScaleFactorsCompareBitForBit() {
+TEST(ResponseCache, ScaleFactorsCompareBitForBit) {
   Request a = Own("a", {1}), b = a;
   a.prescale = 0.0;
   b.prescale = -0.0;
@@ -110,7 +110,7 @@ RoundWords And(const std::vector<RoundWords>& contributions) {
   return out;
 }
 
-void RoundWordsAnd() {
+TEST(ResponseCache, RoundWordsAnd) {
   const int64_t positions = 130;  // three words per section
   std::vector<RoundWords> c(3, RoundWords(positions, 3));
   for (RoundWords& w : c) {
@@ -147,12 +147,3 @@ void RoundWordsAnd() {
 }
 
 }  // namespace
-
-void RunResponseCacheTests() {
-  Entries();
-  LeastRecentlyUsed();
-  ProcessSetPositions();
-  Fingerprint();
-  ScaleFactorsCompareBitForBit();
-  RoundWordsAnd();
-}

@@ -158,7 +158,7 @@ void CheckHalfPrecision(int n) {
 
 }  // namespace
 
-void RunRingTests() {
+TEST(Ring, AllreduceForEveryOpSizeChunkAndRankCount) {
   const ReduceOp ops[] = {ReduceOp::SUM, ReduceOp::MIN, ReduceOp::MAX, ReduceOp::PRODUCT};
   for (int n = 1; n <= 8; ++n) {
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{n}, int64_t{n + 1},
@@ -169,13 +169,30 @@ void RunRingTests() {
       CheckAllreduce<double>(n, count, DataType::FLOAT64, ReduceOp::MAX, false, 128);
       CheckAllreduce<int8_t>(n, count, DataType::INT8, ReduceOp::MIN, false, 64);
     }
+  }
+}
+
+TEST(Ring, AllreduceReadsPiecesInPlace) {
+  for (int n = 1; n <= 8; ++n) {
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7 * n + 3}, int64_t{1000}}) {
       CheckPiecesInput(n, count, 64);
       CheckPiecesInput(n, count, 1 << 20);
     }
-    CheckEpilogueRunsOnce(n, 333);
-    CheckUnevenAllgather(n);
-    CheckReduceScatter(n);
-    CheckHalfPrecision(n);
   }
+}
+
+TEST(Ring, EpilogueRunsOnce) {
+  for (int n = 1; n <= 8; ++n) CheckEpilogueRunsOnce(n, 333);
+}
+
+TEST(Ring, UnevenAllgather) {
+  for (int n = 1; n <= 8; ++n) CheckUnevenAllgather(n);
+}
+
+TEST(Ring, ReduceScatter) {
+  for (int n = 1; n <= 8; ++n) CheckReduceScatter(n);
+}
+
+TEST(Ring, HalfPrecision) {
+  for (int n = 1; n <= 8; ++n) CheckHalfPrecision(n);
 }

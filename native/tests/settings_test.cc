@@ -8,7 +8,7 @@
 
 using namespace mpirep;
 
-void RunSettingsTests() {
+TEST(Settings, SetByNameFromText) {
   Config config;
   const Config defaults;
   CHECK(SetSetting(&config, "fusion_threshold", "4096").empty() && config.fusion_threshold == 4096);
@@ -22,7 +22,10 @@ void RunSettingsTests() {
         "mpirep setting timeline_mark_cycles: cannot read 'true' as bool");
   CHECK(config.chunk_bytes == defaults.chunk_bytes && config.stall_shutdown_time_seconds == defaults.stall_shutdown_time_seconds,
         << "settings not named keep their defaults");
+}
 
+TEST(Settings, BadNamesAndValuesAreRefusedWithAReason) {
+  Config config;
   CHECK(SetSetting(&config, "chunk_bytes", "64").empty() && config.chunk_bytes == 64);
   CHECK(SetSetting(&config, "chunk_bytes", "63") == "mpirep setting chunk_bytes must be at least 64",
         << SetSetting(&config, "chunk_bytes", "63"));
@@ -32,12 +35,17 @@ void RunSettingsTests() {
   CHECK(SetSetting(&config, "stall_shutdown_time_seconds", "") ==
         "mpirep setting stall_shutdown_time_seconds: cannot read '' as float");
   CHECK(SetSetting(&config, "fusion_thresold", "1") == "unknown mpirep setting 'fusion_thresold'");
+}
 
+TEST(Settings, GetSettingReadsBackWhatWasSet) {
   // GetSetting's text reads back to the same value.
   for (const char* text : {"0.1", "2.5", "1e-07", "0"}) {
     Config c;
     CHECK(SetSetting(&c, "cycle_time_ms", text).empty() && GetSetting(c, "cycle_time_ms") == text, << GetSetting(c, "cycle_time_ms"));
   }
+  const Config defaults;
+  Config config;
+  CHECK(SetSetting(&config, "timeline", "/tmp/trace 1.json").empty());
   CHECK(GetSetting(defaults, "chunk_bytes") == "1048576" && GetSetting(config, "timeline") == "/tmp/trace 1.json");
   bool refused = false;
   try {

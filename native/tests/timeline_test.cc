@@ -49,7 +49,7 @@ Operation Op(const std::string& name, int64_t elements, Clock::time_point enqueu
 
 }  // namespace
 
-void RunTimelineTests() {
+TEST(Timeline, RecordsPhasesOfFusedTensorsAndCyclesBetweenStartAndStop) {
   char folder[] = "/tmp/mpirep-timeline-test-XXXXXX";
   CHECK(mkdtemp(folder) != nullptr);
   const std::string path = std::string(folder) + "/trace.json";

@@ -39,32 +39,40 @@ void CheckAccepted(const Request& request, int rank) {
   CHECK(status.ok(), << status.message);
 }
 
+const StatusCode kInvalid = StatusCode::INVALID_ARGUMENT;
+
 }  // namespace
 
-void RunValidationTests() {
-  const StatusCode invalid = StatusCode::INVALID_ARGUMENT;
+TEST(Validation, NameAndProcessSet) {
   CheckAccepted(Make(Collective::ALLREDUCE, {2, 3}), 0);
-
   Request unnamed = Make(Collective::ALLREDUCE, {2});
   unnamed.name = "";
-  CheckRejected(unnamed, 0, invalid, "an operation needs a name");
-
-  CheckRejected(Make(Collective::ALLREDUCE, {2}, 7), 1, invalid, "unknown process set 7");
-  CheckRejected(Make(Collective::ALLREDUCE, {2}, 1), 2, invalid, "this rank is not in process set 1");
+  CheckRejected(unnamed, 0, kInvalid, "an operation needs a name");
+  CheckRejected(Make(Collective::ALLREDUCE, {2}, 7), 1, kInvalid, "unknown process set 7");
+  CheckRejected(Make(Collective::ALLREDUCE, {2}, 1), 2, kInvalid, "this rank is not in process set 1");
   CheckAccepted(Make(Collective::ALLREDUCE, {2}, 1), 3);
+}
 
+TEST(Validation, NewProcessSetRanks) {
   Request add = Make(Collective::ADD_PROCESS_SET, {0});
   add.new_set_ranks = {0, 2};
   CheckAccepted(add, 0);
   for (const std::vector<int64_t>& bad : {std::vector<int64_t>{0, 4}, {-1, 2}, {2, 1}, {1, 1}}) {
     add.new_set_ranks = bad;
-    CheckRejected(add, 0, invalid, "a process set needs distinct ranks in 0..3, in increasing order; got " + ShapeString(bad));
+    CheckRejected(add, 0, kInvalid, "a process set needs distinct ranks in 0..3, in increasing order; got " + ShapeString(bad));
   }
   add.new_set_ranks = {};
-  CheckRejected(add, 0, invalid, "a process set needs at least one rank");
+  CheckRejected(add, 0, kInvalid, "a process set needs at least one rank");
+}
 
-  CheckRejected(Make(Collective::ALLREDUCE, {2, -1}), 0, invalid, "negative dimension in shape [2, -1]");
+TEST(Validation, Shapes) {
+  CheckRejected(Make(Collective::ALLREDUCE, {2, -1}), 0, kInvalid, "negative dimension in shape [2, -1]");
+  for (Collective c : {Collective::ALLGATHER, Collective::REDUCESCATTER, Collective::ALLTOALL}) {
+    CheckRejected(Make(c, {}), 0, kInvalid, std::string(CollectiveName(c)) + " needs a tensor of at least one dimension");
+  }
+}
 
+TEST(Validation, ReductionsOfBools) {
   Request sum_of_bools = Make(Collective::ALLREDUCE, {3});
   sum_of_bools.dtype = DataType::BOOL;
   CheckRejected(sum_of_bools, 0, StatusCode::UNSUPPORTED, "Sum is not defined for bool");
@@ -73,39 +81,40 @@ void RunValidationTests() {
   CheckRejected(sum_of_bools, 0, StatusCode::UNSUPPORTED, "Average is not defined for bool");
   sum_of_bools.op = ReduceOp::MAX;
   CheckAccepted(sum_of_bools, 0);
+}
 
-  for (Collective c : {Collective::ALLGATHER, Collective::REDUCESCATTER, Collective::ALLTOALL}) {
-    CheckRejected(Make(c, {}), 0, invalid, std::string(CollectiveName(c)) + " needs a tensor of at least one dimension");
-  }
-
+TEST(Validation, BroadcastRoot) {
   Request broadcast = Make(Collective::BROADCAST, {5});
   broadcast.root = 3;
   CheckAccepted(broadcast, 0);
   broadcast.root = 4;
-  CheckRejected(broadcast, 2, invalid, "root rank 4 is outside 0..3");
+  CheckRejected(broadcast, 2, kInvalid, "root rank 4 is outside 0..3");
   broadcast.root = -1;
-  CheckRejected(broadcast, 2, invalid, "root rank -1 is outside 0..3");
+  CheckRejected(broadcast, 2, kInvalid, "root rank -1 is outside 0..3");
   broadcast.process_set = 1;  // the root counts the set's ranks
   broadcast.root = 2;
-  CheckRejected(broadcast, 1, invalid, "root rank 2 is outside 0..1");
+  CheckRejected(broadcast, 1, kInvalid, "root rank 2 is outside 0..1");
   broadcast.root = 1;
   CheckAccepted(broadcast, 1);
+}
 
+TEST(Validation, AlltoallSplits) {
   Request alltoall = Make(Collective::ALLTOALL, {6, 2});
   alltoall.splits = {1, 2, 0, 3};
   CheckAccepted(alltoall, 0);
   alltoall.splits = {3, 3};
-  CheckRejected(alltoall, 0, invalid, "alltoall needs one split per rank (4), got 2");
+  CheckRejected(alltoall, 0, kInvalid, "alltoall needs one split per rank (4), got 2");
   alltoall.process_set = 1;  // splits count the set's ranks
   CheckAccepted(alltoall, 3);
   alltoall.splits = {7, -1};
-  CheckRejected(alltoall, 3, invalid, "alltoall splits must not be negative");
+  CheckRejected(alltoall, 3, kInvalid, "alltoall splits must not be negative");
   alltoall.splits = {2, 3};
-  CheckRejected(alltoall, 3, invalid, "alltoall splits sum to 5 but the first dimension is 6");
+  CheckRejected(alltoall, 3, kInvalid, "alltoall splits sum to 5 but the first dimension is 6");
+}
 
-  // The whole message, as the rank sees it.
+TEST(Validation, TheMessageNamesRankAndTensor) {
+  Request broadcast = Make(Collective::BROADCAST, {5});
   broadcast.name = "weights";
-  broadcast.process_set = 0;
   broadcast.root = 9;
   CHECK(ValidateRequest(broadcast, 2, 4, kSets).message == "rank 2: root rank 9 is outside 0..3 (tensor 'weights')",
         << ValidateRequest(broadcast, 2, 4, kSets).message);

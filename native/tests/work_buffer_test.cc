@@ -12,10 +12,11 @@ namespace {
 
 bool AlignedTo(const void* p, size_t alignment) { return reinterpret_cast<uintptr_t>(p) % alignment == 0; }
 
+constexpr size_t kMiB = size_t{1} << 20;
+
 }  // namespace
 
-void RunWorkBufferTests() {
-  constexpr size_t kMiB = size_t{1} << 20;
+TEST(WorkBuffer, TransferMemorySizesAndAlignment) {
   size_t capacity = 0;
   void* small = AllocateTransferMemory(100, &capacity);
   CHECK(small && capacity == 128 && AlignedTo(small, 64));
@@ -31,7 +32,9 @@ void RunWorkBufferTests() {
   void* exact = AllocateTransferMemory(2 * kMiB, &capacity);
   CHECK(exact && capacity == 2 * kMiB && AlignedTo(exact, 2 * kMiB), << capacity);
   std::free(exact);
+}
 
+TEST(WorkBuffer, ReserveKeepsGrowsAlignedAndNeverShrinks) {
   WorkBuffer buffer;
   char* first = buffer.Reserve(1000);
   CHECK(first && AlignedTo(first, 64));
