@@ -9,27 +9,27 @@ flags: buildtools/native.py.
 import os
 import sys
 
-from pybind11.setup_helpers import Pybind11Extension
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from buildtools.build_ext import BuildExt  # noqa: E402
 from buildtools.mpi import runtime_requirement  # noqa: E402
-from buildtools.native import CXX_STANDARD, INCLUDE_DIR, headers, sources  # noqa: E402
+from buildtools.native import CXX_FLAGS, INCLUDE_DIR, headers, sources  # noqa: E402
 
 RUNTIME_REQUIREMENTS = ["numpy", "mpi4py", "ml_dtypes"]
 
 # The runtime and the bindings; native/core is compiled separately, without MPI, and linked
 # in as a static library (buildtools/build_ext.py).
-core = Pybind11Extension(
+core = Extension(
     "mpirep._core",
     sources=sources("runtime") + sources("bindings"),
     include_dirs=[INCLUDE_DIR],
     depends=headers(),
-    cxx_std=CXX_STANDARD,
+    language="c++",
     # mpi.h pulls in the MPI C++ bindings when compiled as C++ unless told not to
     define_macros=[("OMPI_SKIP_MPICXX", "1"), ("MPICH_SKIP_MPICXX", "1")],
-    extra_compile_args=["-O3"],
+    # only PyInit__core is exported; no debug information, for a small extension
+    extra_compile_args=CXX_FLAGS + ["-fvisibility=hidden", "-g0", "-O3"],
 )
 
 mpi_requirement = runtime_requirement()

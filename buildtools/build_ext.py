@@ -1,11 +1,14 @@
 """The build_ext command: compile native/core on its own, without MPI, into a static library;
 compile the runtime and bindings with MPI's flags into mpirep._core, linked with that library;
-record which libmpi it uses. The layers and flags come from buildtools/native.py."""
+record which libmpi it uses. The layers and flags come from buildtools/native.py.
+
+Sources are compiled in parallel (MPIREP_BUILD_JOBS, default: all cores), and only those whose
+object is older than the source or than any native header."""
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
-from pybind11.setup_helpers import ParallelCompile
-from pybind11.setup_helpers import build_ext as pybind11_build_ext
+from setuptools.command.build_ext import build_ext
 
 from buildtools.mpi import HOW_TO_GET_MPI, MPINotFound, find_mpi
 from buildtools.native import CORE_LIBRARY, ROOT, headers, sources
@@ -21,15 +24,36 @@ LIBRARY_MODULE_HEADER = """\
 
 def _object_is_stale(obj: str, src: str) -> bool:
     """Recompile a .cc when it or any native header is newer than its object file."""
+    if not os.path.exists(obj):
+        return True
     built = os.path.getmtime(obj)
     return any(os.path.getmtime(dep) > built for dep in [src, *NATIVE_HEADERS])
 
 
-# Compile the .cc files in parallel (MPIREP_BUILD_JOBS, default: all cores), and only the stale ones.
-ParallelCompile("MPIREP_BUILD_JOBS", needs_recompile=_object_is_stale).install()
+def _compile_stale_in_parallel(compiler):
+    """Replaces ``compiler.compile`` (the distutils CCompiler method, whose steps it reuses) by
+    one that compiles the stale sources only, on a thread per job."""
+    jobs = int(os.environ.get("MPIREP_BUILD_JOBS") or os.cpu_count() or 1)
+
+    def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0,
+                extra_preargs=None, extra_postargs=None, depends=None):
+        macros, objects, extra_postargs, pp_opts, build = compiler._setup_compile(
+            output_dir, macros, include_dirs, sources, depends, extra_postargs)
+        cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+        stale = [obj for obj in objects if obj in build and _object_is_stale(obj, build[obj][0])]
+
+        def compile_one(obj):
+            src, ext = build[obj]
+            compiler._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(compile_one, stale))  # list(): raises the first compile error
+        return objects
+
+    compiler.compile = compile
 
 
-class BuildExt(pybind11_build_ext):
+class BuildExt(build_ext):
     def finalize_options(self):
         super().finalize_options()
         # run() clears inplace while it builds, so remember where the extension will live
@@ -40,6 +64,7 @@ class BuildExt(pybind11_build_ext):
             self.build_temp = os.path.join(ROOT, "build", "temp-in-source")
 
     def build_extensions(self):
+        _compile_stale_in_parallel(self.compiler)
         mpi = find_mpi()
         if mpi is None:
             raise MPINotFound(HOW_TO_GET_MPI)

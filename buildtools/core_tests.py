@@ -18,10 +18,9 @@ import subprocess
 import sys
 import tempfile
 
-from buildtools.native import CXX_STANDARD, INCLUDE_DIR, ROOT, headers, sources
+from buildtools.native import CXX_FLAGS, INCLUDE_DIR, ROOT, headers, sources
 
-FLAGS = [f"-std=c++{CXX_STANDARD}", "-O0", "-g", "-fsanitize=address,undefined",
-         "-fno-sanitize-recover=undefined"]
+FLAGS = CXX_FLAGS + ["-O0", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
 PREFIX = "core_tests-"
 
 

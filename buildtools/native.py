@@ -19,7 +19,7 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NATIVE = "native"
-CXX_STANDARD = 17
+CXX_FLAGS = ["-std=c++17"]
 # Every layer includes across layers by path from native/ ("core/ring.h"); core/ itself
 # needs no include directory, so nothing outside it can be reached from there.
 INCLUDE_DIR = NATIVE

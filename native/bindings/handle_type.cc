@@ -1,18 +1,14 @@
 #include "handle_type.h"
 
-#include <pybind11/numpy.h>
-
 #include <algorithm>
 #include <chrono>
 #include <new>
-#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "numpy_api.h"
 #include "python_errors.h"
-
-namespace py = pybind11;
 
 namespace mpirep {
 namespace {
@@ -25,12 +21,12 @@ constexpr auto kSpinBeforeBlocking = std::chrono::microseconds(50);
 // The inputs of operations whose Handle was dropped before they ended, kept alive until they
 // end (the core reads them in place). Touched with the GIL held only; never destroyed, since
 // it may outlive the interpreter.
-std::vector<std::pair<std::shared_ptr<Completion>, py::object>>& Orphans() {
-  static auto* orphans = new std::vector<std::pair<std::shared_ptr<Completion>, py::object>>();
+std::vector<std::pair<std::shared_ptr<Completion>, PyRef>>& Orphans() {
+  static auto* orphans = new std::vector<std::pair<std::shared_ptr<Completion>, PyRef>>();
   return *orphans;
 }
 
-void KeepUntilFinished(std::shared_ptr<Completion> completion, py::object input) {
+void KeepUntilFinished(std::shared_ptr<Completion> completion, PyRef input) {
   if (!completion->Finished()) Orphans().emplace_back(std::move(completion), std::move(input));
 }
 
@@ -41,10 +37,10 @@ void ReleaseFinishedOrphans() {
 }
 
 struct HandleState {
-  py::str name;
+  PyRef name;  // a str
   std::shared_ptr<Completion> completion;
-  py::object input;  // the caller's array, kept alive while the core reads it
-  py::dtype dtype;   // the output's
+  PyRef input;  // the caller's array, kept alive while the core reads it
+  PyRef dtype;  // the output's
   bool result_taken = false;
 };
 
@@ -78,7 +74,7 @@ bool Wait(HandleState& handle) {
     }
     Py_END_ALLOW_THREADS
   }
-  handle.input = py::object();
+  handle.input = PyRef();
   if (c.status != static_cast<int>(StatusCode::OK)) {
     SetStatusError(c.status, c.message.c_str());
     return false;
@@ -100,21 +96,16 @@ PyObject* Result(PyObject* self, PyObject*) {
   HandleState& handle = State(self);
   if (!Wait(handle)) return nullptr;
   if (handle.result_taken) {
-    const std::string message = std::string("the result of '") + PyUnicode_AsUTF8(handle.name.ptr()) +
-                                "' was taken already: synchronize each handle once";
-    SetStatusError(static_cast<int>(StatusCode::INVALID_ARGUMENT), message.c_str());
+    PyRef message = PyRef::Steal(PyUnicode_FromFormat(
+        "the result of '%U' was taken already: synchronize each handle once", handle.name.get()));
+    if (message) SetStatusError(static_cast<int>(StatusCode::INVALID_ARGUMENT), PyUnicode_AsUTF8(message.get()));
     return nullptr;
   }
-  handle.result_taken = true;
   const Completion& c = *handle.completion;
-  try {
-    return py::array(handle.dtype, std::vector<py::ssize_t>(c.shape.begin(), c.shape.end()), c.output, self)
-        .release()
-        .ptr();
-  } catch (...) {
-    SetErrorForCaughtException();
-    return nullptr;
-  }
+  PyObject* output = numpy::NewOver(handle.dtype.get(), static_cast<int>(c.shape.size()), c.shape.data(),
+                                    c.output, self);
+  if (output) handle.result_taken = true;
+  return output;
 }
 
 PyObject* ReceivedSplits(PyObject* self, PyObject*) {
@@ -136,7 +127,7 @@ PyObject* LastJoinedRank(PyObject* self, PyObject*) { return PyLong_FromLong(Sta
 
 PyObject* NewProcessSet(PyObject* self, PyObject*) { return PyLong_FromLong(State(self).completion->new_process_set); }
 
-PyObject* Name(PyObject* self, void*) { return py::str(State(self).name).release().ptr(); }
+PyObject* Name(PyObject* self, void*) { return PyRef::Borrow(State(self).name.get()).release(); }
 
 PyMethodDef methods[] = {
     {"poll", Poll, METH_NOARGS, "Whether the operation has ended (successfully or not); never blocks."},
@@ -156,14 +147,15 @@ PyGetSetDef getset[] = {
 
 }  // namespace
 
-PyObject* NewHandle(py::str name, std::shared_ptr<Completion> completion, py::object input, py::dtype dtype) {
+PyObject* NewHandle(PyObject* name, std::shared_ptr<Completion> completion, PyRef input, PyObject* dtype) {
   ReleaseFinishedOrphans();
   auto* self = PyObject_New(HandleObject, &handle_type);
   if (!self) {
     KeepUntilFinished(std::move(completion), std::move(input));
     return nullptr;
   }
-  new (&self->state) HandleState{std::move(name), std::move(completion), std::move(input), std::move(dtype)};
+  new (&self->state)
+      HandleState{PyRef::Borrow(name), std::move(completion), std::move(input), PyRef::Borrow(dtype)};
   return reinterpret_cast<PyObject*>(self);
 }
 

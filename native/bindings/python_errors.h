@@ -1,8 +1,9 @@
-// Python's error for a failure, for the functions that CPython calls directly rather than through
-// pybind11 (the Handle type, submit_allreduce): they return null with the error set.
+// Python's error for a failure: the module's functions return null with it set, and never let a
+// C++ exception reach Python.
 #pragma once
 
-#include <pybind11/pybind11.h>
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 
 #include <new>
 #include <stdexcept>
@@ -21,19 +22,17 @@ inline void SetStatusError(int status, const char* message) {
   }
 }
 
-// Inside a catch block: the error for the C++ exception being handled, thrown by pybind11 (a
-// Python error, or a failed conversion) or by an allocation.
-inline void SetErrorForCaughtException() {
+// body(), a function of the module that returns a new reference or null with the error set;
+// a C++ exception it throws (an allocation that failed) becomes Python's error.
+template <typename Body>
+PyObject* CatchingExceptions(Body&& body) {
   try {
-    throw;
-  } catch (pybind11::error_already_set& e) {
-    e.restore();
-  } catch (const pybind11::builtin_exception& e) {
-    e.set_error();
+    return body();
   } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
+    return PyErr_NoMemory();
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
   }
 }
 

@@ -3,6 +3,7 @@ rank; several Python threads submitting at once; and every async form returning 
 blocking form returns."""
 import concurrent.futures
 import gc
+import sys
 import time
 
 import numpy as np
@@ -115,6 +116,33 @@ def test_the_core_handle_is_final_and_untracked():
         handle.name = "renamed"
     assert not gc.is_tracked(handle)
     assert mpirep.synchronize(handle).base is handle
+
+
+def test_the_core_keeps_no_reference_once_done_or_refused():
+    """Neither an operation that ended nor one refused (a bad argument, an unsupported dtype, a
+    name already in flight) keeps a reference to the array or the name it was given."""
+    rank, n = mpirep.rank(), mpirep.size()
+    x, odd = np.arange(6, dtype=np.float32) * (rank + 1), np.ones(2, np.complex64)
+    name = ".".join(["references", "core"])  # made at run time: a literal is shared by the code
+    watched = (x, odd, name)
+    before = [sys.getrefcount(o) for o in watched]
+    for _ in range(3):
+        # The last rank submits after the others have tried the name again: it is in flight then.
+        if rank < n - 1:
+            first = mpirep.allreduce_async(x, op=mpirep.Sum, name=name)
+            with pytest.raises(mpirep.InvalidArgumentError, match="already in flight"):
+                mpirep.allgather_async(x, name=name)
+        check_comm().Barrier()
+        if rank == n - 1:
+            first = mpirep.allreduce_async(x, op=mpirep.Sum, name=name)
+        np.testing.assert_array_equal(mpirep.synchronize(first), np.arange(6) * n * (n + 1) // 2)
+        with pytest.raises(TypeError):
+            mpirep.allreduce_async(x, prescale_factor=None, name=name)
+        with pytest.raises(mpirep.UnsupportedError):
+            mpirep.allgather(odd, name=name)
+    del first
+    gc.collect()
+    assert [sys.getrefcount(o) for o in watched] == before
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.float64)], ids=dtype_id)
