@@ -36,13 +36,13 @@ mpi_requirement = runtime_requirement()
 
 setup(
     # The launcher lives at the top of the checkout and is installed inside the package.
-    # mpirep._native_src carries the sources the TensorFlow op library is compiled from on first
-    # use (mpirep/tensorflow/_native_build.py); a source tree uses native/ directly.
+    # mpirep._native_copy carries the sources the TensorFlow op library is compiled from on first
+    # use (mpirep/tensorflow/_op_library.py); a source tree uses native/ directly.
     packages=find_packages(include=["mpirep", "mpirep.*"])
-    + ["mpirep.launch", "mpirep.launch.elastic", "mpirep._native_src"],
-    package_dir={"mpirep.launch": "launch", "mpirep._native_src": "native"},
+    + ["mpirep.launch", "mpirep.launch.elastic", "mpirep._native_copy"],
+    package_dir={"mpirep.launch": "launch", "mpirep._native_copy": "native"},
     package_data={"mpirep.launch": ["slurm/*.sbatch"],
-                  "mpirep._native_src": ["core/*.h", "core/*.def", "bindings/*.h",
+                  "mpirep._native_copy": ["core/*.h", "core/*.def", "bindings/*.h",
                                          "bindings/tensorflow/*.cc", "bindings/tensorflow/*.h"]},
     include_package_data=False,  # only the files above; MANIFEST.in lists the sdist's sources
     ext_modules=[core],

@@ -9,7 +9,7 @@ import numpy as np
 from mpi4py import MPI
 
 import mpirep
-from mpirep._native import core
+from mpirep._core_loader import core
 from common import parse_args, print_table, write_json
 
 COUNTED = ("rounds", "slow_rounds", "messages_received", "bytes_received", "requests_received",

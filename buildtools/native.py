@@ -7,7 +7,7 @@ shared by every build of native code in this repository.
   native/runtime   the MPI runtime, compiled into the extension with MPI's flags
   native/bindings  the C API and the Python module (the extension); bindings/tensorflow is
                    compiled at first use by the installed package against the TensorFlow it
-                   finds (mpirep/tensorflow/_native_build.py), not here
+                   finds (mpirep/tensorflow/_op_library.py), not here
   native/tests     C++ unit tests of core/ (buildtools/core_tests.py)
 
 Folders are globbed, never listed file by file. Paths are relative to the checkout's root, as

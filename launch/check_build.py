@@ -26,18 +26,18 @@ _MPI4PY = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI\
            " MPI.Get_library_version().replace('\\0', '').splitlines()[0].strip())")
 # Loads the core without starting MPI; loading checks that it and mpi4py share one libmpi.
 _CORE = ("import mpi4py; mpi4py.rc.initialize = False\n"
-         "from mpirep import _native\n"
-         "print(_native.core().__file__, 'on', _native.core_mpi(), '(mpi4py loads it too)')")
+         "from mpirep import _core_loader\n"
+         "print(_core_loader.core().__file__, 'on', _core_loader.core_mpi(), '(mpi4py loads it too)')")
 _TENSORFLOW = "import tensorflow as tf; print(tf.__version__)"
 _BRIDGE = "import mpirep.tensorflow as m; print('imports from', m.__file__)"
 _OP_LIBRARY_CACHED = (
-    "from mpirep.tensorflow import _native_build\n"
-    "library = _native_build.cached_library()\n"
+    "from mpirep.tensorflow import _op_library\n"
+    "library = _op_library.cached_library()\n"
     "if library is None:\n"
     "    sys.exit('not built yet for this TensorFlow; the first TensorFlow collective compiles "
     "it (about half a minute), or build it now with --build-tf-ops')\n"
     "print(library)")
-_OP_LIBRARY_BUILD = "from mpirep.tensorflow import _native_build; print(_native_build.library_path())"
+_OP_LIBRARY_BUILD = "from mpirep.tensorflow import _op_library; print(_op_library.library_path())"
 PROBE_TIMEOUT = 120
 BUILD_TIMEOUT = 900  # importing TensorFlow and compiling, on a busy login node
 

@@ -53,6 +53,7 @@ from mpirep.session import (
     shutdown,
     size,
 )
+from mpirep.settings import Config
 from mpirep.timeline import start_timeline, stop_timeline
 
 

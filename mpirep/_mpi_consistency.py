@@ -2,7 +2,7 @@
 started by that MPI's own launcher. Where several MPIs are installed (Debian's Open MPI beside a
 venv's MPI wheel, or a cluster's modules), either can go wrong without a word: two libmpis in
 one process abort in their first call, and ranks started by another MPI's launcher each run
-alone. mpirep/_native.py runs these checks when it loads the core.
+alone. mpirep/_core_loader.py runs these checks when it loads the core.
 """
 
 import ctypes

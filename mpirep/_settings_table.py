@@ -7,7 +7,7 @@ line of the table is a call, MPIREP_SETTING(name, type, ...), that also parses a
 import ast
 from typing import NamedTuple
 
-from mpirep._native_sources import native_dir
+from mpirep._source_tree import native_dir
 
 TABLE = "core/settings.def"
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}

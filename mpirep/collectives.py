@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 
 from mpirep import session
-from mpirep._native import core
+from mpirep._core_loader import core
 from mpirep.errors import InvalidArgumentError, MpirepError, UnsupportedError
 
 

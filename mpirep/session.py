@@ -4,8 +4,8 @@ import atexit
 import sys
 import warnings
 
-from mpirep._native import core
-from mpirep.config import Config
+from mpirep._core_loader import core
+from mpirep.settings import Config
 from mpirep.errors import InvalidArgumentError, NotInitializedError
 
 _config = None
@@ -19,7 +19,7 @@ def init(comm=None, **settings):
     ``comm`` may be any mpi4py intracommunicator; mpirep works on its own duplicate of it. As in
     Horovod it may also be a list of ranks of ``MPI.COMM_WORLD``: then only those ranks call init,
     and mpirep runs among them, numbered in the list's order.
-    ``settings`` override the environment, see :class:`mpirep.config.Config`. Calling init
+    ``settings`` override the environment, see :class:`mpirep.Config`. Calling init
     again while initialised does nothing, as in Horovod.
     """
     global _config, _topology, _exit_hook_registered

@@ -3,7 +3,7 @@ setting records one from ``init`` on; these start and stop one while the job run
 
 import os
 
-from mpirep._native import core
+from mpirep._core_loader import core
 from mpirep.session import _require_init
 
 

@@ -100,5 +100,5 @@ def assert_passed(job, ranks):
 def build_op_library():
     """Builds the TensorFlow op library once, before jobs whose ranks would otherwise all wait
     for one of them to build it."""
-    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _native_build as b; "
+    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _op_library as b; "
                     "b.library_path()"], cwd=REPO, env=job_env(), check=True, timeout=300)

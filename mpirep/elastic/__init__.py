@@ -11,7 +11,7 @@ from mpirep.elastic.errors import (
     HostsUpdatedInterrupt,
     RanksLostError,
 )
-from mpirep.elastic.run import run
+from mpirep.elastic.reset_loop import run
 from mpirep.elastic.state import ObjectState, State
 
 __all__ = ["HorovodInternalError", "HostsChangedInterrupt", "HostsUpdatedInterrupt",

@@ -4,8 +4,8 @@ import ctypes
 
 import tensorflow as tf
 
-from mpirep._native import core
-from mpirep.tensorflow import _graph_order, _native_build
+from mpirep._core_loader import core
+from mpirep.tensorflow import _graph_order, _op_library
 from mpirep.tensorflow._errors import without_eager_wrapping
 
 #: Kernels are asynchronous: a collective waiting for other ranks holds no thread.
@@ -18,7 +18,7 @@ def load():
     """Builds (if needed) and loads the op library and hands it the core's function table."""
     global _ops
     if _ops is None:
-        path = str(_native_build.library_path())
+        path = str(_op_library.library_path())
         module = tf.load_op_library(path)
         library = ctypes.CDLL(path)
         mismatch = library.mpirep_tf_set_api(ctypes.c_void_p(core().api_table_address()))

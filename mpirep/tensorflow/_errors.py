@@ -8,7 +8,7 @@ import re
 import tensorflow as tf
 
 from mpirep import errors
-from mpirep._native import core
+from mpirep._core_loader import core
 
 
 def to_tf_error(error):

@@ -12,7 +12,7 @@ import sys
 
 import tensorflow as tf
 
-from mpirep.tensorflow import _native_build
+from mpirep.tensorflow import _op_library
 
 
 def main(argv=None):
@@ -21,8 +21,8 @@ def main(argv=None):
                                                  "cache (MPIREP_CACHE_DIR) and print its path.")
     parser.parse_args(argv)
     try:
-        print(_native_build.library_path())
-    except _native_build.BuildError as error:
+        print(_op_library.library_path())
+    except _op_library.BuildError as error:
         print(f"mpirep: the TensorFlow op library for TensorFlow {tf.__version__} could not be "
               f"built:\n{error}", file=sys.stderr)
         return 1

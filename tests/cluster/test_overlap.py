@@ -17,7 +17,7 @@ ENV = {**ON_NET, "MPIREP_STALL_SHUTDOWN_TIME_SECONDS": "10", "TF_CPP_MIN_LOG_LEV
 def test_overlap_on_two_hosts_of_two_ranks():
     pytest.importorskip("tensorflow")
     # built once here, rather than by four ranks waiting on one another's lock
-    run([PY, "-c", "from mpirep.tensorflow import _native_build as b; b.library_path()"],
+    run([PY, "-c", "from mpirep.tensorflow import _op_library as b; b.library_path()"],
         timeout=300)
     done = run([ON_HOST, "h1"] + launcher_cmd() + ACROSS_HOSTS + [PY, str(JOB)], ENV,
                timeout=300, check=False)

@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 
 import mpirep
-from mpirep._native import core
+from mpirep._core_loader import core
 from ranks import add_to_digest, assert_same_digest_across_ranks
 
 SEQUENCES = int(os.environ.get("MPIREP_DIFFERENTIAL_SEQUENCES", "40"))

@@ -6,7 +6,7 @@ import pytest
 
 import mpirep
 from lifecycle import reinitialized
-from mpirep._native import core
+from mpirep._core_loader import core
 from ranks import assert_identical_across_ranks
 
 

@@ -23,7 +23,7 @@ def make_checkout(root):
     shutil.copytree(REPO / "native", root / "native")
     (root / "setup.py").write_text("")
     shutil.copytree(PACKAGE, root / "mpirep",
-                    ignore=shutil.ignore_patterns("_core*", "_mpi_library.py", "__pycache__"))
+                    ignore=shutil.ignore_patterns("_core.*", "_mpi_library.py", "__pycache__"))
     return root
 
 

@@ -72,8 +72,8 @@ def test_this_installation_loads_one_libmpi():
     """The real check on this machine's core and mpi4py, in a process that leaves MPI alone."""
     code = ("import json, mpi4py; mpi4py.rc.initialize = False\n"
             "from mpi4py import MPI\n"
-            "from mpirep import _native, _mpi_consistency as c\n"
-            "core = _native.core_mpi(); other = c.loaded_by(MPI.__file__)\n"
+            "from mpirep import _core_loader, _mpi_consistency as c\n"
+            "core = _core_loader.core_mpi(); other = c.loaded_by(MPI.__file__)\n"
             "print(json.dumps([core.path, core.base, core.version, other.base, "
             "MPI.Get_library_version()]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,

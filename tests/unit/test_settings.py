@@ -1,4 +1,4 @@
-"""The settings table (native/core/settings.def) as Python reads it: mpirep.config.Config, the
+"""The settings table (native/core/settings.def) as Python reads it: mpirep.Config, the
 order in which a setting's sources win, and the README's configuration table, which must list
 exactly what the table says."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mpirep._settings_table import SETTINGS, SWITCH, negated_flag
-from mpirep.config import Config
+from mpirep.settings import Config
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -3,7 +3,7 @@ of a model and its optimizer, and the callbacks that commit it and keep its coun
 
 import tensorflow as tf
 
-from mpirep.elastic.run import EpochRealigned
+from mpirep.elastic.reset_loop import EpochRealigned
 from mpirep.tensorflow.elastic import *  # noqa: F401,F403  (the shared part of the interface)
 from mpirep.tensorflow.elastic import TensorFlowKerasState
 

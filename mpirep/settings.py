@@ -1,4 +1,5 @@
-"""mpirep's settings: one typed object, read once when mpirep is initialised.
+"""mpirep's settings: one typed object, ``mpirep.Config``, read once when mpirep is initialised
+(``mpirep.config()`` returns the one in force).
 
 The settings, their types, defaults, minimums and meanings are those of the one settings table,
 native/core/settings.def, from which the C++ core is compiled too (README.md lists them). Each

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from mpirep._native_sources import native_dir
+from mpirep._source_tree import native_dir
 
 # The op library's source, then every header it includes.
 _SOURCE_NAMES = ("bindings/tensorflow/mpirep_tf_ops.cc", "bindings/tensorflow/tf_compat.h",

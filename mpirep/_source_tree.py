@@ -1,11 +1,12 @@
-"""Where mpirep's native sources are: native/ in a source tree, or the copy that an installed
-mpirep ships as package data (mpirep/_native_src). Read by the settings table and by the build
-of the TensorFlow op library; neither loads the native core."""
+"""Finds mpirep's native source files: native/ in a checkout, or the copy of the files an
+installed mpirep needs that its wheel ships as package data (mpirep/_native_copy: the settings
+table, and the TensorFlow op library's sources with the headers they include). Used by the
+settings table and by the op library's build; neither loads the native core."""
 
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
-_CANDIDATES = (_PACKAGE / "_native_src", _PACKAGE.parent / "native")
+_CANDIDATES = (_PACKAGE / "_native_copy", _PACKAGE.parent / "native")
 
 
 def native_dir(*required):
