@@ -2,8 +2,11 @@
 mid-training and go on from the last commit.  Start the job with ``mpirep-run`` and its elastic
 flags (``--min-np``, ``--host-discovery-script``, ...); see docs/elastic.md.
 
-The TensorFlow states are in ``mpirep.tensorflow.elastic`` and
-``mpirep.tensorflow.keras.elastic``.
+This package is the rank's side, without TensorFlow: ``run``, the states, commits, and the
+lifeline to the driver.  The other layers: launch/elastic (mpirep-run's driver),
+mpirep/tensorflow/elastic.py (the states of TensorFlow variables and Keras models, as
+``hvd.elastic`` of ``mpirep.tensorflow``) and mpirep/tensorflow/keras/elastic.py (``KerasState``
+and its callbacks, as ``hvd.elastic`` of ``mpirep.tensorflow.keras``).
 """
 from mpirep.elastic.errors import (
     HorovodInternalError,

@@ -6,7 +6,7 @@ import contextlib
 import tensorflow as tf
 
 import mpirep
-from mpirep._native import core
+from mpirep._core_loader import core
 from mpirep.collectives import reduce_op
 from mpirep.replicator import input as _input
 from mpirep.tensorflow import functions, mpi_ops
@@ -184,7 +184,8 @@ class Replicator:
         ``trackables`` (models, optimizers, tf.Modules; optimizers are built first, so that
         their slots are kept too) and the ``attributes`` (``step=0``).  Run the training
         function under ``mpirep.elastic.run`` and call ``state.commit()`` as it goes."""
-        from mpirep.tensorflow.elastic import TensorFlowState, build_optimizer, tracked_variables
+        from mpirep.tensorflow._trackables import build_optimizer, tracked_variables
+        from mpirep.tensorflow.elastic import TensorFlowState
 
         optimizers = [t for t in trackables if hasattr(t, "apply_gradients")]
         trainable = [v for t in trackables if t not in optimizers for v in t.trainable_variables]

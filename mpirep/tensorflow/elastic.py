@@ -1,5 +1,6 @@
 """Elastic training for TensorFlow, with the names of ``horovod.tensorflow.elastic``: states of
-tf.Variables and of Keras models (docs/elastic.md)."""
+tf.Variables and of Keras models, over the framework-free part in mpirep/elastic (``run``,
+commits), which this module re-exports (docs/elastic.md has the map of every layer)."""
 
 import numpy as np
 import tensorflow as tf
@@ -14,6 +15,7 @@ from mpirep.elastic import (  # noqa: F401  (the framework-free part of the inte
     State,
     run,
 )
+from mpirep.tensorflow._trackables import build_optimizer, tracked_variables
 from mpirep.tensorflow.functions import broadcast_variables
 
 __all__ = ["HorovodInternalError", "HostsChangedInterrupt", "HostsUpdatedInterrupt",
@@ -35,33 +37,6 @@ def _view(variable):
 def _dtype(variable):
     """Keras 3 variables give their dtype as a string."""
     return tf.as_dtype(variable.dtype).base_dtype
-
-
-def _optimizer_variables(optimizer):
-    variables = optimizer.variables
-    return list(variables() if callable(variables) else variables)
-
-
-def tracked_variables(trackables):
-    """Every variable of the models, optimizers and modules given, each once, in order."""
-    variables = {}
-    for trackable in trackables:
-        found = (_optimizer_variables(trackable) if hasattr(trackable, "apply_gradients")
-                 else list(trackable.variables))
-        for variable in found:
-            variables.setdefault(id(variable), variable)
-    return list(variables.values())
-
-
-def build_optimizer(optimizer, variables):
-    """Creates the optimizer's slot variables now rather than at its first step, so that a
-    restarted rank can take committed values into them before training."""
-    if getattr(optimizer, "built", getattr(optimizer, "_built", False)):
-        return
-    if hasattr(optimizer, "build"):
-        optimizer.build(variables)      # Keras 3 and tf_keras
-    else:
-        optimizer._create_all_weights(variables)   # tf_keras's legacy optimizers
 
 
 def _broadcast_bytes_of(variables):

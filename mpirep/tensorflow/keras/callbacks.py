@@ -9,21 +9,17 @@ import tensorflow as tf
 
 import mpirep
 from mpirep.tensorflow._gradients import VariableSet
+from mpirep.tensorflow._trackables import optimizer_variables
 from mpirep.tensorflow.functions import broadcast_variables
 from mpirep.tensorflow.mpi_ops import join
 
 _Callback = tf.keras.callbacks.Callback
 
 
-def _optimizer_variables(optimizer):
-    variables = optimizer.variables
-    return list(variables() if callable(variables) else variables)
-
-
 def _broadcast_model_state(model, root_rank, local_variables=()):
     variables = list(model.variables)
     if getattr(model, "optimizer", None) is not None:
-        variables += _optimizer_variables(model.optimizer)
+        variables += optimizer_variables(model.optimizer)
     kept = VariableSet(local_variables)
     broadcast_variables([v for v in variables if v not in kept], root_rank)
 

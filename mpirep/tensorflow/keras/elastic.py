@@ -1,5 +1,7 @@
 """Elastic training for Keras, with the names of ``horovod.tensorflow.keras.elastic``: the state
-of a model and its optimizer, and the callbacks that commit it and keep its counters."""
+of a model and its optimizer, and the callbacks that commit it and keep its counters.  The
+rest of the interface is mpirep/tensorflow/elastic.py's, re-exported (docs/elastic.md has the
+map of every layer)."""
 
 import tensorflow as tf
 
