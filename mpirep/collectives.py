@@ -2,15 +2,15 @@
 
 Every function submits the array to the core's background thread and returns at once (the
 ``*_async`` forms) or after waiting for the result. Results are new arrays; inputs are only read.
-An unnamed operation gets a name from a per-collective counter, so ranks must issue unnamed
-operations in the same order; named operations may be issued in any order.
+An unnamed operation gets a name from a counter per collective and process set, so ranks must
+issue unnamed operations in the same order; named operations may be issued in any order, and a
+name is scoped to its process set (mpirep/_naming.py).
 """
-
-import itertools
 
 import numpy as np
 
-from mpirep import session
+from mpirep import _naming, session
+from mpirep._naming import core_name
 from mpirep._core_loader import core
 from mpirep.errors import InvalidArgumentError, MpirepError, UnsupportedError
 
@@ -64,19 +64,6 @@ def synchronize(handle):
     return handle.synchronize()
 
 
-_counters = {}
-
-
-def _auto_name(collective, name, process_set=0):
-    """Unnamed operations are numbered per collective and process set, so that a set's
-    operations, which only its members issue, do not shift the numbering of the others."""
-    if name is not None:
-        return str(name)
-    counter = _counters.setdefault((collective, process_set), itertools.count())
-    prefix = f"{collective}.set{process_set}" if process_set else collective
-    return f"{prefix}.noname.{next(counter)}"
-
-
 _dtype_codes = None
 
 
@@ -96,18 +83,19 @@ def _dtype_code(dtype):
     return code
 
 
-def _submit(collective, x, name, op=0, root_rank=0, prescale=1.0, postscale=1.0, splits=None,
-            process_set=0, group_size=0, new_set_ranks=None, removed_set=0, group="", blocking=False):
-    """Submits to the core; returns its handle, which has the operation's name. `op`: a code.
+def submit(collective, x, core_name, op=0, root_rank=0, prescale=1.0, postscale=1.0, splits=None,
+           process_set=0, group_size=0, new_set_ranks=None, removed_set=0, group="", blocking=False):
+    """Submits to the core under ``core_name``, the name as the core knows it
+    (mpirep/_naming.py); returns the core's handle, which has that name. `op`: a code.
     `blocking`: the caller synchronizes at once; the call returns when the operation has ended,
     this thread having run the core's rounds meanwhile, which saves two thread hand-offs. The
     core converts ``x`` to a C-contiguous array and looks its dtype up (``_dtype_code``)."""
     session._require_init()
     native = core()
     return native.submit(  # positional: keyword parsing costs microseconds here
-        native.COLLECTIVES[collective], _auto_name(collective, name, process_set), x, op,
-        int(root_rank), float(prescale), float(postscale), splits, int(process_set), group_size,
-        new_set_ranks, removed_set, group, blocking,
+        native.COLLECTIVES[collective], core_name, x, op, int(root_rank), float(prescale),
+        float(postscale), splits, int(process_set), group_size, new_set_ranks, removed_set, group,
+        blocking,
     )
 
 
@@ -166,12 +154,12 @@ def allreduce(x, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0, 
 
 
 def _submit_allreduce(x, op, name, prescale_factor, postscale_factor, process_set, blocking):
-    """_submit for an allreduce, on the core's own short path (training submits one per
+    """submit for an allreduce, on the core's own short path (training submits one per
     gradient, often hundreds per step, so each Python call here counts): the core converts the
     scale factors and the process set itself."""
     session._require_init()
     code = _op_code(op)  # before naming: a refused op takes no number from the unnamed ones
-    return core().submit_allreduce(x, _auto_name("allreduce", name, process_set), code,
+    return core().submit_allreduce(x, core_name("allreduce", name, process_set), code,
                                    prescale_factor, postscale_factor, process_set, blocking)
 
 
@@ -180,19 +168,20 @@ def grouped_allreduce_async(xs, op=None, name=None, prescale_factor=1.0, postsca
     """Starts allreduces of every array in ``xs`` together (they fuse into as few ring passes as
     the fusion threshold allows). Returns one handle for the list. Ranks that pass lists of
     different lengths all get a MismatchError."""
-    base = _auto_name("grouped_allreduce", name, process_set)
+    base = core_name("grouped_allreduce", name, process_set)
     handles = [group_member_allreduce_async(x, op, f"{base}.{i}", prescale_factor, postscale_factor,
                                             process_set, len(xs), base)
                for i, x in enumerate(xs)]
     return Handle(_GroupNative(handles), _group_outputs, base)
 
 
-def group_member_allreduce_async(x, op, name, prescale_factor, postscale_factor, process_set,
+def group_member_allreduce_async(x, op, core_name, prescale_factor, postscale_factor, process_set,
                                  group_size, group):
-    """One allreduce of the group named ``group``, of ``group_size`` members (the core checks
-    that every rank's group has that many; if not, every member fails on every rank)."""
-    return _submit("allreduce", x, name, _op_code(op), 0, prescale_factor,
-                   postscale_factor, None, process_set, group_size, None, 0, group)
+    """One allreduce, named ``core_name`` in the core, of the group named ``group``, of
+    ``group_size`` members (the core checks that every rank's group has that many; if not, every
+    member fails on every rank)."""
+    return submit("allreduce", x, core_name, _op_code(op), 0, prescale_factor,
+                  postscale_factor, None, process_set, group_size, None, 0, group)
 
 
 class _GroupNative:
@@ -226,22 +215,24 @@ def grouped_allreduce(xs, op=None, name=None, prescale_factor=1.0, postscale_fac
 def allgather_async(x, name=None, process_set=0):
     """Starts concatenating every rank's ``x`` along the first dimension, in rank order. The
     first dimension may differ between ranks; the others must match."""
-    return _submit("allgather", x, name, process_set=process_set)
+    return submit("allgather", x, core_name("allgather", name, process_set), process_set=process_set)
 
 
 def allgather(x, name=None, process_set=0):
-    return _output(_submit("allgather", x, name, process_set=process_set, blocking=True))
+    return _output(submit("allgather", x, core_name("allgather", name, process_set),
+                          process_set=process_set, blocking=True))
 
 
 def broadcast_async(x, root_rank, name=None, process_set=0):
     """Starts sending ``root_rank``'s ``x`` to every rank (all ranks pass the same shape). In a
     process set, ``root_rank`` counts the set's ranks."""
-    return _submit("broadcast", x, name, root_rank=root_rank, process_set=process_set)
+    return submit("broadcast", x, core_name("broadcast", name, process_set), root_rank=root_rank,
+                  process_set=process_set)
 
 
 def broadcast(x, root_rank, name=None, process_set=0):
-    return _output(_submit("broadcast", x, name, root_rank=root_rank, process_set=process_set,
-                           blocking=True))
+    return _output(submit("broadcast", x, core_name("broadcast", name, process_set),
+                          root_rank=root_rank, process_set=process_set, blocking=True))
 
 
 def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.0,
@@ -250,8 +241,9 @@ def reducescatter_async(x, op=None, name=None, process_set=0, prescale_factor=1.
     rank r gets rows [start_r, start_r + rows_r), where the first dim0 % size ranks get one
     row more than the others. ``prescale_factor`` multiplies each input before the reduction,
     ``postscale_factor`` the result, as for allreduce."""
-    return _submit("reducescatter", x, name, _op_code(op), 0, prescale_factor,
-                   postscale_factor, None, process_set)
+    code = _op_code(op)  # before naming: a refused op takes no number from the unnamed ones
+    return submit("reducescatter", x, core_name("reducescatter", name, process_set), code, 0,
+                  prescale_factor, postscale_factor, None, process_set)
 
 
 def reducescatter(x, op=None, name=None, process_set=0, prescale_factor=1.0, postscale_factor=1.0):
@@ -264,18 +256,33 @@ def alltoall_async(x, splits=None, name=None, process_set=0):
     every rank sends here, concatenated in rank order. Without splits, the first dimension is
     divided evenly. The result is the array, or ``(array, received_splits)`` when splits were
     given."""
+    array, split_list = _alltoall_input(x, splits, process_set)  # refused before it takes a number
+    return _alltoall_handle(submit("alltoall", array, core_name("alltoall", name, process_set),
+                                   splits=split_list, process_set=process_set), splits)
+
+
+def submit_alltoall(x, splits, core_name, process_set):
+    """alltoall_async under ``core_name``, the name as the core knows it."""
+    array, split_list = _alltoall_input(x, splits, process_set)
+    return _alltoall_handle(submit("alltoall", array, core_name, splits=split_list,
+                                   process_set=process_set), splits)
+
+
+def _alltoall_input(x, splits, process_set):
+    """``x`` as an array, and the rows it sends to each rank."""
     array = np.asarray(x)
     size = process_set_size(process_set)
-    if splits is None:
-        if array.ndim == 0 or array.shape[0] % size:
-            raise InvalidArgumentError(
-                f"rank {session.rank()}: alltoall without splits needs a first dimension "
-                f"divisible by the number of ranks ({size}), got shape {array.shape}"
-            )
-        split_list = [array.shape[0] // size] * size
-    else:
-        split_list = np.asarray(splits, dtype=np.int64).reshape(-1).tolist()
-    native = _submit("alltoall", array, name, splits=split_list, process_set=process_set)
+    if splits is not None:
+        return array, np.asarray(splits, dtype=np.int64).reshape(-1).tolist()
+    if array.ndim == 0 or array.shape[0] % size:
+        raise InvalidArgumentError(
+            f"rank {session.rank()}: alltoall without splits needs a first dimension "
+            f"divisible by the number of ranks ({size}), got shape {array.shape}"
+        )
+    return array, [array.shape[0] // size] * size
+
+
+def _alltoall_handle(native, splits):
     return native if splits is None else Handle(native, _output_and_splits, native.name)
 
 
@@ -290,8 +297,8 @@ def join():
     broadcast from a rank that has joined, fail while a rank has joined. Returns the rank that
     joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
     issued different numbers of them before joining line up again."""
-    last = _last_joined_rank(_submit("join", np.zeros(0, np.uint8), None, blocking=True))
-    _counters.clear()
+    last = _last_joined_rank(submit("join", np.zeros(0, np.uint8), core_name("join"), blocking=True))
+    _naming.restart_numbering()
     return last
 
 
@@ -300,14 +307,15 @@ def add_process_set(ranks):
     of every collective. Collective over all ranks, which must pass the same ranks. Inside the
     set, ranks are numbered in increasing order from 0."""
     members = sorted(int(r) for r in ranks)
-    return _new_process_set(_submit("add_process_set", np.zeros(0, np.uint8), None,
-                                    new_set_ranks=members, blocking=True))
+    return _new_process_set(submit("add_process_set", np.zeros(0, np.uint8),
+                                   core_name("add_process_set"), new_set_ranks=members,
+                                   blocking=True))
 
 
 def remove_process_set(process_set):
     """Removes a process set made by :func:`add_process_set`. Collective over all ranks."""
-    _wait(_submit("remove_process_set", np.zeros(0, np.uint8), None, removed_set=int(process_set),
-                  blocking=True))
+    _wait(submit("remove_process_set", np.zeros(0, np.uint8), core_name("remove_process_set"),
+                 removed_set=int(process_set), blocking=True))
 
 
 def process_set_ranks(process_set=0):
@@ -333,4 +341,4 @@ def process_set_rank(process_set=0):
 
 def barrier():
     """Returns once every rank has called barrier."""
-    _wait(_submit("barrier", np.zeros(0, np.uint8), None, blocking=True))
+    _wait(submit("barrier", np.zeros(0, np.uint8), core_name("barrier"), blocking=True))

@@ -20,21 +20,19 @@ holds_a_thread_while_waiting = True
 
 def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, splits,
             process_set, group_size=0, group=""):
+    """Submits through the numpy API under ``name``, the core's name (tensor_name) as bytes
+    or str; ``reduce_op`` is a code."""
     name = name.decode() if isinstance(name, bytes) else str(name)
     if collective == "allreduce":
         return collectives.group_member_allreduce_async(array, reduce_op, name, prescale,
                                                         postscale, process_set, group_size,
                                                         group)
-    if collective == "allgather":
-        return collectives.allgather_async(array, name, process_set)
-    if collective == "broadcast":
-        return collectives.broadcast_async(array, root_rank, name, process_set)
-    if collective == "reducescatter":
-        return collectives.reducescatter_async(array, reduce_op, name, process_set, prescale,
-                                               postscale)
     if collective == "alltoall":
-        return collectives.alltoall_async(array, splits, name, process_set)
-    raise ValueError(f"unknown collective {collective!r}")
+        return collectives.submit_alltoall(array, splits, name, process_set)
+    if collective not in ("allgather", "broadcast", "reducescatter"):
+        raise ValueError(f"unknown collective {collective!r}")
+    return collectives.submit(collective, array, name, reduce_op, root_rank, prescale, postscale,
+                              process_set=process_set)
 
 
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,

@@ -7,9 +7,10 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep
+from mpirep import collectives
 from mpirep.tensorflow import mpi_ops
 from mpirep.tensorflow._errors import to_tf_error
-from mpirep.tensorflow._naming import in_set, tensor_name
+from mpirep.tensorflow._naming import tensor_name
 from mpirep.tensorflow.process_sets import global_process_set, resolve, set_root
 
 
@@ -54,8 +55,8 @@ def _eager_broadcast(variables, root_rank, process_set, name=None):
     root = set_root(set_id, root_rank)
     base = tensor_name("broadcast_variables", name, set_id=set_id)
     try:
-        handles = [mpirep.broadcast_async(np.asarray(v.numpy()), root, f"{base}.{i}",
-                                          process_set=set_id)
+        handles = [collectives.submit("broadcast", np.asarray(v.numpy()), f"{base}.{i}",
+                                      root_rank=root, process_set=set_id)
                    for i, v in enumerate(variables)]
         values = [mpirep.synchronize(h) for h in handles]
     except mpirep.MpirepError as error:
@@ -95,7 +96,7 @@ def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=glob
     set_id, _, _ = resolve(process_set)
     root = set_root(set_id, root_rank)
     is_root = mpirep.rank() == root_rank
-    name = in_set(name or "broadcast_object", set_id)
+    name = name or "broadcast_object"
     payload = _serialize(obj) if is_root else np.zeros(0, np.uint8)
     length = mpirep.broadcast(np.array([payload.size], np.int64), root, name=f"{name}.len",
                               process_set=set_id)
@@ -114,7 +115,7 @@ def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global
 def allgather_object(obj, session=None, name=None, process_set=global_process_set):
     """Returns the list of every rank's ``obj`` (anything picklable), in rank order."""
     set_id, _, _ = resolve(process_set)
-    name = in_set(name or "allgather_object", set_id)
+    name = name or "allgather_object"
     payload = _serialize(obj)
     lengths = mpirep.allgather(np.array([payload.size], np.int64), name=f"{name}.len",
                                process_set=set_id)

@@ -14,7 +14,7 @@ import mpirep
 from mpirep import session
 from mpirep.tensorflow import _bridge
 from mpirep.tensorflow._errors import to_tf_error
-from mpirep.tensorflow._naming import reset_eager_names, tensor_name
+from mpirep.tensorflow._naming import tensor_name
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import global_process_set, resolve, set_root
 
@@ -444,11 +444,8 @@ def join():
 
 
 def _join_now():
+    """mpirep.join, which also numbers unnamed eager ops from zero again on every rank."""
     try:
-        last = mpirep.join()
+        return mpirep.join()
     except mpirep.MpirepError as error:
         raise to_tf_error(error) from None
-    # Every rank's work is finished here, so ranks that issued different numbers of unnamed
-    # eager ops start numbering them again in step.
-    reset_eager_names()
-    return last

@@ -62,6 +62,34 @@ def test_world_collectives_still_work_beside_a_set(even_ranks):
         np.testing.assert_array_equal(mpirep.synchronize(h), np.full(2, float(len(members))))
 
 
+def test_one_name_on_several_sets_at_once_does_not_meet():
+    """Every process set has a namespace of its own, as in Horovod: the same name, in flight at
+    once on the global set and on two others (which hold this rank or not, and may overlap),
+    reduces, gathers and broadcasts within each set alone."""
+    n, rank = mpirep.size(), mpirep.rank()
+    evens, upper = list(range(0, n, 2)), list(range(n // 2, n))
+    sets = {0: list(range(n)), mpirep.add_process_set(evens): evens, mpirep.add_process_set(upper): upper}
+    mine = {s: members for s, members in sets.items() if rank in members}
+    x = np.arange(5, dtype=np.int64) * (rank + 1)
+    submitted = {s: (mpirep.allreduce_async(x + 100 * s, op=mpirep.Sum, name="shared", process_set=s),
+                     mpirep.allgather_async(np.full((1, 2), rank + 10 * s), name="shared.rows", process_set=s),
+                     mpirep.broadcast_async(np.full(3, rank + 10 * s), root_rank=len(m) - 1, name="shared.root",
+                                            process_set=s))
+                 for s, m in mine.items()}
+    assert len({h.name for handles in submitted.values() for h in handles}) == 3 * len(mine)
+    for s, (total, rows, root) in submitted.items():
+        members = mine[s]
+        np.testing.assert_array_equal(mpirep.synchronize(total),
+                                      np.arange(5) * sum(r + 1 for r in members) + 100 * s * len(members))
+        np.testing.assert_array_equal(mpirep.synchronize(rows),
+                                      np.array([[r + 10 * s] * 2 for r in members]))
+        np.testing.assert_array_equal(mpirep.synchronize(root), np.full(3, members[-1] + 10 * s))
+    for s in sets:
+        if s:
+            mpirep.remove_process_set(s)
+    assert_identical_across_ranks([])
+
+
 def test_unknown_and_invalid_sets():
     with pytest.raises(ValueError, match="unknown process set 4242"):
         mpirep.allreduce(np.ones(2), process_set=4242)
