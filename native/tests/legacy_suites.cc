@@ -3,6 +3,10 @@
 
 void RunCoordinatorTests();
 void RunNegotiatorTests();
+void RunTensorStatesTests();
+void RunProcessSetsTests();
 
 TEST(Coordinator, All) { RunCoordinatorTests(); }
 TEST(Negotiator, All) { RunNegotiatorTests(); }
+TEST(TensorStates, All) { RunTensorStatesTests(); }
+TEST(ProcessSets, All) { RunProcessSetsTests(); }

@@ -1,5 +1,7 @@
 """The stall inspector: a warning that names the late tensor and rank, and the stall shutdown,
 which cancels what waited too long with the same StallError on every rank."""
+import re
+
 import pytest
 
 from mpijob import mpirun
@@ -18,7 +20,15 @@ def test_late_rank_is_reported_and_the_job_completes(cached):
     assert job.returncode == 0
     warnings = [line for line in job.output.splitlines() if "stalled collective" in line]
     assert warnings, "no stall warning"
-    assert all("late_tensor" in line and "missing rank 1" in line for line in warnings), warnings
+    # Rank 1 is 3 s late, past the 1 s check; a loaded machine may make another rank late too.
+    assert all("'late_tensor'" in line for line in warnings), warnings
+    assert any(1 in _missing_ranks(line) for line in warnings), warnings
+
+
+def _missing_ranks(warning):
+    """The ranks a stall warning names as missing: '...; missing ranks 1, 2' -> {1, 2}."""
+    listed = re.search(r"missing ranks? ([\d, ]+)", warning).group(1)
+    return {int(r) for r in listed.split(",")}
 
 
 @CACHED
