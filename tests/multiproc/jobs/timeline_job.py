@@ -6,7 +6,7 @@ the timeline is recorded, argv[2] is the folder the timelines go to:
              must not be recorded, two steps, stop_timeline, a step that must not be recorded;
              then a second file, argv[2]/second.json, with one allreduce; and the errors of
              start_timeline
-  crash      MPIREP_TIMELINE records one step, then rank 0 kills itself
+  crash      MPIREP_TIMELINE records one step; once the file holds it, rank 0 kills itself
   bad_path   MPIREP_TIMELINE names a file rank 0 cannot create: init fails on every rank
 
 A step: every rank submits four small allreduces and a large one, asynchronously; the last rank
@@ -16,6 +16,7 @@ requests (or, for a repeat that runs from the response cache, every other rank h
 the rounds' agreement), so the last rank is the one the timeline names, and a cycle time longer
 than the job holds the small ones until all are ready, so that they fuse into one ring pass.
 """
+import json
 import os
 import signal
 import sys
@@ -71,6 +72,23 @@ def step(comm, prefix):
     np.testing.assert_array_equal(mpirep.synchronize(large), np.full(LARGE_ELEMENTS, float(ranks_sum)))
 
 
+def wait_until_written(path, tensors, deadline_s=60):
+    """Until rank 0's timeline file holds the phases of a collective for every one of `tensors`
+    (the background thread writes a batch's phases together, when it is about to wait)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            events = json.loads(path.read_text())
+        except ValueError:  # read in the middle of a write
+            events = []
+        names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+        ran = {names.get(e["tid"]) for e in events if e["ph"] == "X" and e["name"] not in ("NEGOTIATE", "QUEUE")}
+        if set(tensors) <= ran:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"rank 0: the timeline has not recorded {tensors} within {deadline_s} s")
+
+
 def expect(error_class, call, text):
     try:
         call()
@@ -115,7 +133,7 @@ elif mode == "runtime":
 elif mode == "crash":
     step(comm, "")
     if mpirep.rank() == 0:
-        time.sleep(0.5)  # the background thread is idle, and has written what it recorded
+        wait_until_written(Path(os.environ["MPIREP_TIMELINE"]), [f"small/{i}" for i in range(SMALL)] + ["large"])
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(60)  # the launcher ends the job when rank 0 dies
 rank = mpirep.rank()
