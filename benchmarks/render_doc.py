@@ -260,7 +260,9 @@ def _ratio_cell(r):
 
 
 def _link(rate, result):
-    return f"{rate} ({result['shape_output']})" if result.get("shape_output") else rate
+    """The rate the link was shaped to, and what `dev/cluster/shape` measured it to carry."""
+    measured = re.search(r"measured \S+ -> \S+: ([\d.]+ \S+)", result.get("shape_output", ""))
+    return f"{rate} (measured {measured.group(1)})" if measured else rate
 
 
 def hosts_sweep(results, out_dir):
@@ -276,7 +278,7 @@ def hosts_sweep(results, out_dir):
             across = "; ".join(f"{max(row['methods'][m]['across_per_host']):.2f}x" for m in ("flat", "hierarchical", "mpi"))
             rows.append([human_bytes(row["bytes"]), _ratio_cell(row["hierarchical_over_flat"]),
                          _ratio_cell(row["mpi_over_flat"]), across])
-        out += ["", f"Link {_link(rate, result)}, {result['sweep']['rounds']} rounds:", "",
+        out += ["", f"Link {_link(rate, result)}, {plural(result['sweep']['rounds'], 'round')}:", "",
                 table(["size", "hierarchical / flat", "MPI_Allreduce / flat",
                        "bytes across per host (flat; hierarchical; MPI)"], rows, ["---", "---", "---", "---"])]
     return "\n".join(out)
@@ -289,7 +291,7 @@ def hosts_scaling(results):
     rows = []
     for rate, result in hosts["rates"].items():
         rate_of = {(h, k): v for h, k, v in result["cnn"]}
-        rows.append([rate] + [f"{rate_of[2, k] / (2 * rate_of[1, k]):.2f}" for k in (1, 2)])
+        rows.append([_link(rate, result)] + [f"{rate_of[2, k] / (2 * rate_of[1, k]):.2f}" for k in (1, 2)])
     return table(["link", "2 hosts x 1 over 2 x (1 host x 1)", "2 hosts x 2 over 2 x (1 host x 2)"], rows)
 
 
@@ -301,7 +303,7 @@ def hosts_overlap(results):
     for rate, result in hosts["rates"].items():
         for model, r in result["overlap"].items():
             ms, o = r["ms_per_step"], r["overlap"]
-            rows.append([f"{model}, {r['mib']:.1f} MiB", rate, f"{ms['alone']:.0f}", f"{ms['comm']:.0f}",
+            rows.append([f"{model}, {r['mib']:.1f} MiB", _link(rate, result), f"{ms['alone']:.0f}", f"{ms['comm']:.0f}",
                          f"{ms['dist']:.0f}", f"{ms['forward']:.0f}", f"{o['median']:.2f} ({o['min']:.2f} to {o['max']:.2f})",
                          f"{r['bound']:.2f}"])
     return table(["model", "link", "alone ms", "comm ms", "dist ms", "forward ms", "overlap (rounds)", "bound"], rows,
