@@ -71,8 +71,8 @@ typedef struct mpirep_negotiation_stats {
   int64_t work_ns;           /* thread CPU time of negotiation work while timing was on */
 } mpirep_negotiation_stats;
 
-/* Called on the background thread when the output shape is known: memory for the whole output,
- * or NULL. */
+/* Called on the thread that runs the core's rounds when the output shape is known: memory for
+ * the whole output, or NULL. */
 typedef void* (*mpirep_allocate_fn)(void* user, int ndim, const int64_t* shape);
 /* Called exactly once when an enqueued operation ends, on the thread that runs the core's
  * rounds: the background thread, or a thread waiting in enqueue_and_wait. */
@@ -114,7 +114,7 @@ typedef struct mpirep_api {
   void (*time_negotiation)(int on);
   /* Any thread, while collectives run; not collective. Rank 0 starts writing a timeline of every
    * tensor's phases to `path`, closing the one it was writing, if any (mark_cycles: also mark
-   * each round of the background thread); the other ranks only check the arguments. Returns a
+   * each pass of the rounds loop that did work); the other ranks only check the arguments. Returns a
    * status code; on anything but OK, `error` holds why. */
   int (*start_timeline)(const char* path, int mark_cycles, char* error, size_t error_size);
   /* Rank 0 finishes and closes its timeline file, if it writes one. Returns a status code. */

@@ -1,4 +1,4 @@
-// How the background thread waits for something it can only poll for (an MPI request, a
+// How the thread running the rounds waits for something it can only poll for (an MPI request, a
 // message from another rank) without holding a core that the framework computes on: poll
 // without yielding for a few microseconds, then poll and yield the CPU for a short window, then
 // sleep for intervals that double up to a cap. A message between ranks in step arrives within

@@ -88,6 +88,11 @@ inline int64_t NumElements(const Shape& shape) {
   return n;
 }
 
+// The bytes of a tensor of `dtype` and `shape`.
+inline int64_t TensorBytes(DataType dtype, const Shape& shape) {
+  return NumElements(shape) * static_cast<int64_t>(ElementSize(dtype));
+}
+
 std::string ShapeString(const Shape& shape);
 
 struct Status {

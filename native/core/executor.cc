@@ -8,9 +8,7 @@
 namespace mpirep {
 namespace {
 
-int64_t Bytes(const Operation& op) {
-  return NumElements(op.request.shape) * static_cast<int64_t>(ElementSize(op.request.dtype));
-}
+int64_t Bytes(const Operation& op) { return TensorBytes(op.request.dtype, op.request.shape); }
 
 int64_t RowElements(const Shape& shape) {
   return NumElements(Shape(shape.begin() + 1, shape.end()));
@@ -83,8 +81,7 @@ void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
   *status = Status::Error(StatusCode::INTERNAL, "rank " + std::to_string(rank_) +
                                                     ": could not allocate the output of '" +
                                                     op.request.name + "'");
-  const size_t bytes = NumElements(shape) * ElementSize(op.request.dtype);
-  return spare_.Reserve(bytes);
+  return spare_.Reserve(static_cast<size_t>(TensorBytes(op.request.dtype, shape)));
 }
 
 std::vector<Status> Executor::Run(const Response& response, const std::vector<Operation*>& ops,

@@ -1,6 +1,7 @@
 // Carries out the collectives that negotiation decided, on this rank's buffers, over a
 // Transport: MPI point-to-point in production, an in-process transport in the unit tests. Used
-// by one thread at a time (the background thread, which alone owns the transport).
+// by one thread at a time: the one running the rounds (the background thread, or a caller in
+// Runtime::RunOnCaller), which owns the transport meanwhile.
 #pragma once
 
 #include <memory>

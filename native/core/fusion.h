@@ -1,4 +1,4 @@
-// Tensor fusion: which ready allreduces share one pass of the ring.
+// Tensor fusion: which ready allreduces share one pass.
 #pragma once
 
 #include <vector>
@@ -8,15 +8,18 @@
 namespace mpirep {
 
 // Merges ready allreduce responses of the same process set, dtype, op and scale factors into batches
-// of at most `threshold` bytes, each run as one ring pass over a packed buffer. Everything else
-// passes through. A batch takes the place of its first member, so the result is a pure function
-// of the input order and the same on every rank.
+// of at most `threshold` bytes, each run as one allreduce over the batch's inputs (executor.h).
+// Everything else passes through. A batch takes the place of its first member, so the result is
+// a pure function of the input order and the same on every rank.
 //
-// Fusion saves the fixed cost of a ring pass, and costs two copies of every byte (packing and
-// unpacking). Past `solo_bytes` the copies cost more than a pass, so a tensor that large runs
-// alone, reduced straight from its input into its output. (On shared memory at 2 ranks the
-// copies of ResNet-50's 17 MiB of gradients between 128 KiB and 2 MiB cost 10-15% of its
-// round, the pass each of them saves far less.)
+// Fusion saves the fixed cost of a pass, paid per message (its latency) and per collective, and
+// costs copies: the flat ring reads a batch's inputs where they lie (pieces.h) and reduces them
+// into the fusion buffer, but every result is then copied out of that buffer into its output;
+// recursive doubling and the hierarchical allreduce take the batch packed, one more copy. A
+// tensor of `solo_bytes` or more (the negotiators pass small_allreduce_bytes times the number of
+// ranks, so that each ring step carries a message past the size at which messages stop being
+// latency-bound) saves less by fusing than its copy costs: it runs alone, reduced straight from
+// its input into its output.
 //
 // `ready` points at responses that outlive the call (the response cache's, in the steady state),
 // so that a tensor costs a copy of its name rather than of its whole response. `with_shapes`:

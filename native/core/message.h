@@ -45,7 +45,7 @@ struct RequestList {
 
 // A decision every rank carries out in the same order.
 struct Response {
-  // STOP: every rank has shut down; the background threads exit.
+  // STOP: every rank has shut down; the rounds end and the background threads exit.
   enum class Kind : uint8_t { EXECUTE, ERROR, STOP };
   Kind kind = Kind::EXECUTE;
   Collective collective = Collective::ALLREDUCE;

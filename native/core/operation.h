@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "message.h"
+#include "tensor_states.h"
 
 namespace mpirep {
 
@@ -21,10 +22,11 @@ struct Operation {
   Request request;  // what all ranks must agree on; `rank` is filled in by the runtime
   const void* input = nullptr;
   std::chrono::steady_clock::time_point enqueued_at;  // set by the runtime
-  // Called on the background thread once the output shape is known; returns memory for the
+  TensorState state = TensorState::kSubmitted;  // changed only through Advance (tensor_states.h)
+  // Called on the thread running the rounds once the output shape is known; returns memory for the
   // whole output, or nullptr if it cannot.
   std::function<void*(const Shape&)> allocate;
-  // Called exactly once, on the background thread.
+  // Called exactly once, on the thread running the rounds.
   std::function<void(const Status&, const OperationResult&)> done;
 };
 

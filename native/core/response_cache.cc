@@ -53,7 +53,7 @@ int64_t ResponseCache::Insert(const Response& response, size_t index, const Requ
   entry.response.names = {name};
   entry.response.shapes = {response.shapes[index]};
   entry.response.last_arrivals.clear();  // rank 0's, of the negotiation that inserted it: stale when it runs again
-  entry.response.bytes = NumElements(response.shapes[index]) * static_cast<int64_t>(ElementSize(response.dtype));
+  entry.response.bytes = TensorBytes(response.dtype, response.shapes[index]);
   if (own) entry.own = *own;
   entry.recency = recency_.insert(recency_.end(), position);
   entries_[position] = std::move(entry);

@@ -15,10 +15,10 @@ StandIn::StandIn(const Response& response, size_t index) {
   r.root = response.root;
   r.prescale = response.prescale;
   r.postscale = response.postscale;
-  zeros_.assign(std::max<size_t>(1, NumElements(r.shape) * ElementSize(r.dtype)), 0);
+  zeros_.assign(std::max<int64_t>(1, TensorBytes(r.dtype, r.shape)), 0);
   op.input = zeros_.data();
   op.allocate = [this](const Shape& shape) {
-    discarded_.resize(std::max<size_t>(1, NumElements(shape) * ElementSize(op.request.dtype)));
+    discarded_.resize(std::max<int64_t>(1, TensorBytes(op.request.dtype, shape)));
     return static_cast<void*>(discarded_.data());
   };
   op.done = [](const Status&, const OperationResult&) {};

@@ -48,9 +48,7 @@ bool WriteAt(int fd, const std::string& text, int64_t offset) {
   return true;
 }
 
-int64_t Bytes(const Operation& op) {
-  return NumElements(op.request.shape) * static_cast<int64_t>(ElementSize(op.request.dtype));
-}
+int64_t Bytes(const Operation& op) { return TensorBytes(op.request.dtype, op.request.shape); }
 
 }  // namespace
 

@@ -6,9 +6,10 @@
 //   QUEUE      decided, waiting for its turn: held for the cycle time, collectives ahead of it
 //   PACK, the transfer (RING_ALLREDUCE, CHAIN_BROADCAST, ...), UNPACK: as the executor ran them
 //              (PhaseLog); args: how many tensors were fused with it, and their bytes
-// With mark_cycles, an instant event marks each round of the background thread that did work.
+// With mark_cycles, an instant event marks each pass of the rounds loop that did work.
 //
-// Started and stopped from any thread while collectives run; recorded by the background thread.
+// Started and stopped from any thread while collectives run; recorded by the thread running the
+// rounds.
 // The file is a JSON array that is complete after every write: each write puts new events over
 // the closing bracket and closes the array again. A job that dies leaves a file that parses,
 // short of the events of its last moments (at most kFlushInterval).
@@ -43,7 +44,7 @@ class Timeline {
   void Stop();
   bool active() const { return active_.load(std::memory_order_acquire); }
 
-  // The background thread's; each does nothing unless a timeline is being written.
+  // The rounds' own; each does nothing unless a timeline is being written.
   void BeginRound();
   // Marks the round if it did work (with mark_cycles); writes what is pending when the thread
   // is about to wait, or kFlushInterval after the last write.
@@ -73,7 +74,7 @@ class Timeline {
   Clock::time_point last_flush_;
   int64_t cycles_ = 0;
   std::unordered_map<std::string, int> tracks_;  // tensor name -> tid
-  Clock::time_point round_began_;                // the background thread's own
+  Clock::time_point round_began_;                // the rounds' own
 };
 
 }  // namespace mpirep

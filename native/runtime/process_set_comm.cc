@@ -43,16 +43,16 @@ std::optional<HostTransports> HostComms::transports() const {
 }
 
 ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config)
-    : data(comm),
-      transport(comm),
-      hosts(comm),
-      executor(transport, config.chunk_bytes, config.small_allreduce_bytes, hosts.transports(),
-               RankZerosValue(comm, config.hierarchical_allreduce)) {
-  if (config.hierarchical_allreduce > 0 && !hosts.transports() && transport.rank() == 0) {
+    : comm_(comm),
+      transport_(comm),
+      hosts_(comm),
+      executor_(transport_, config.chunk_bytes, config.small_allreduce_bytes, hosts_.transports(),
+                RankZerosValue(comm, config.hierarchical_allreduce)) {
+  if (config.hierarchical_allreduce > 0 && !hosts_.transports() && transport_.rank() == 0) {
     std::fprintf(stderr,
                  "[mpirep] hierarchical_allreduce=1, but the hosts of a %d-rank set hold different "
                  "numbers of its ranks: its allreduces use the flat ring\n",
-                 transport.size());
+                 transport_.size());
   }
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/executor.h"
+#include "core/process_sets.h"
 #include "core/settings.h"
 #include "mpi_transport.h"
 
@@ -33,15 +34,33 @@ class HostComms {
   std::unique_ptr<MpiTransport> across_transport_;
 };
 
-struct ProcessSetComm {
-  // Collective over `comm`, the set's payload communicator, which stays the caller's to free.
-  // Every rank takes rank 0's hierarchical_allreduce, so that all choose the same path.
+// A communicator this rank frees when it is done with it.
+class OwnedComm {
+ public:
+  explicit OwnedComm(MPI_Comm comm) : comm_(comm) {}
+  ~OwnedComm() { MPI_Comm_free(&comm_); }
+  OwnedComm(const OwnedComm&) = delete;
+  OwnedComm& operator=(const OwnedComm&) = delete;
+
+ private:
+  MPI_Comm comm_;
+};
+
+// A set's channel (core/process_sets.h): the runtime attaches one for every set this rank is in.
+class ProcessSetComm final : public SetChannel {
+ public:
+  // Collective over `comm`, the set's payload communicator, which it takes over: it is freed
+  // with the channel, when the set is removed or the runtime ends. Every rank takes rank 0's
+  // hierarchical_allreduce, so that all choose the same path.
   ProcessSetComm(MPI_Comm comm, const Config& config);
 
-  MPI_Comm data;
-  MpiTransport transport;
-  HostComms hosts;
-  Executor executor;  // last: it runs over the transports above
+  Executor& executor() override { return executor_; }
+
+ private:
+  OwnedComm comm_;  // first: freed after everything that runs on it
+  MpiTransport transport_;
+  HostComms hosts_;
+  Executor executor_;
 };
 
 }  // namespace mpirep

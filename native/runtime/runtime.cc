@@ -12,10 +12,14 @@
 //      no message goes to rank 0;
 //   4. only when some rank has requests (new or changed tensors, join, shutdown; rank 0 also
 //      for stall cancellations), the slow phase: those ranks send their request lists to rank
-//      0, whose Coordinator decides, and rank 0 sends every rank the same response list, which
-//      each carries out in list order: collectives through the Executor, then each operation's
-//      `done`. With autotuning on, rank 0 also forces a slow phase when its autotuner has chosen
-//      new settings; the list carries them and every rank switches before running it.
+//      0, which decides (core/round_leader.h), and rank 0 sends every rank the same response
+//      list, which each accepts (Negotiator::Accept: whether it runs, fails or skips each
+//      response) and carries out in list order: collectives through the set's Executor, then
+//      each operation's `done`. With autotuning on, rank 0 also forces a slow phase when its
+//      autotuner has chosen new settings; the list carries them and every rank switches before
+//      running it.
+// Each operation's state (core/tensor_states.h) moves from submitted to ended through the
+// Negotiator while it is negotiated, and through Execute and Deliver here once it runs.
 // A rank with operations pending starts the next round at once. An idle rank still takes part,
 // since other ranks' tensors (of process sets it is not in), stall reports and shutdowns need
 // every rank's round: after a short spin window it sleeps until an enqueue wakes it or the next
@@ -134,13 +138,11 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_size(cross, &topology_.cross_size);
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
-  executors_[0] = std::make_unique<ProcessSetComm>(data_, config_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<int>& everyone = process_sets_[0];
-    for (int r = 0; r < topology_.size; ++r) everyone.push_back(r);
-  }
-  negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_);
+  sets_ = std::make_unique<ProcessSets>(topology_.size);
+  MPI_Comm everyone;
+  MPI_Comm_dup(data_, &everyone);
+  sets_->Attach(0, std::make_unique<ProcessSetComm>(everyone, config_));
+  negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_, *sets_);
   control_transport_ = std::make_unique<MpiTransport>(control_);
   agreement_ = std::make_unique<AndAllreduce>(*control_transport_);
   std::string timeline_error;
@@ -184,7 +186,7 @@ void Runtime::StartAutotuning() {
   if (topology_.rank == kCoordinator && config_.autotune) {
     try {
       autotuner_ = std::make_unique<Autotuner>(
-          config_, DefaultTunedParameters(executors_[0]->executor.HierarchicalIsAChoice()));
+          config_, DefaultTunedParameters(sets_->Channel(0)->executor().HierarchicalIsAChoice()));
       if (!config_.autotune_log.empty()) {
         autotune_log_ = std::make_unique<AutotuneLog>(config_.autotune_log, autotuner_->parameters());
       }
@@ -220,7 +222,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
       StandAsideForCallers(&backoff);
       std::unique_lock<std::mutex> rounds(rounds_mutex_);
       if (stopped_) break;
-      const std::optional<Clock::time_point> until = Turn(backoff);
+      const std::optional<Clock::time_point> until = LoopPass(backoff);
       rounds.unlock();
       if (until) Sleep(*until);
     }
@@ -230,14 +232,12 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   std::lock_guard<std::mutex> rounds(rounds_mutex_);  // callers may still look at stopped_
   timeline_.Stop();
   for (auto& [name, op] : submitted_) {
+    op.state = Advance(op.state, TensorEvent::kAborted);
     op.done(Status::Error(StatusCode::SHUT_DOWN, "mpirep was shut down before '" + name + "' ran"), {});
   }
   submitted_.clear();
   ReapSends(true);
-  for (auto& [id, set] : executors_) {
-    if (id != 0) MPI_Comm_free(&set->data);
-  }
-  executors_.clear();
+  sets_->DropChannels();
   agreement_.reset();
   control_transport_.reset();
   MPI_Comm_free(&control_);
@@ -247,7 +247,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
 // One pass of the rounds loop, by whichever thread holds rounds_mutex_. Returns when to look
 // again: at once (nullopt), after a nap (ranks waiting for a peer's tensor), or, when idle, once
 // the next idle round is due; an enqueue cuts any wait short.
-std::optional<Runtime::Clock::time_point> Runtime::Turn(Backoff& backoff) {
+std::optional<Runtime::Clock::time_point> Runtime::LoopPass(Backoff& backoff) {
   timeline_.BeginRound();
   bool progressed = TakeQueued();
   const bool idle_round_due = topology_.size > 1 && Clock::now() - last_round_ >= kIdleRoundInterval;
@@ -297,7 +297,7 @@ Status Runtime::RunOnCaller(Operation op, const std::function<bool()>& finished,
     }
     try {
       while (!stopped_ && !finished()) {
-        const std::optional<Clock::time_point> until = Turn(backoff);
+        const std::optional<Clock::time_point> until = LoopPass(backoff);
         if (until) Sleep(std::min(*until, Clock::now() + kIdleRoundInterval));
       }
     } catch (const std::exception& e) {
@@ -332,10 +332,10 @@ void Runtime::Sleep(Clock::time_point until) {
 Status Runtime::Enqueue(Operation op, bool wake) {
   op.request.rank = topology_.rank;
   op.enqueued_at = std::chrono::steady_clock::now();
+  Status valid = sets_->Validate(op.request, topology_.rank);
+  if (!valid.ok()) return valid;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    Status valid = ValidateRequest(op.request, topology_.rank, topology_.size, process_sets_);
-    if (!valid.ok()) return valid;
     if (!accepting_) {
       return Status::Error(StatusCode::SHUT_DOWN, "mpirep has been shut down on rank " +
                                                       std::to_string(topology_.rank));
@@ -383,13 +383,13 @@ void Runtime::Shutdown(const std::string& reason) {
 }
 
 NegotiationStats Runtime::Stats() {
-  std::lock_guard<std::mutex> lock(stats_mutex_);
+  std::lock_guard<std::mutex> lock(published_mutex_);
   return published_;
 }
 
 void Runtime::PublishStats() {
   stats_.counts = negotiator_->counts();
-  std::lock_guard<std::mutex> lock(stats_mutex_);
+  std::lock_guard<std::mutex> lock(published_mutex_);
   published_ = stats_;
 }
 
@@ -405,9 +405,8 @@ bool Runtime::TakeQueued() {
   }
   const bool any = !taken_.empty() || shut_down;
   for (Operation& op : taken_) {
-    joined_ |= op.request.collective == Collective::JOIN;
     std::string name = op.request.name;
-    negotiator_->Submit(submitted_.emplace(std::move(name), std::move(op)).first->second.request);
+    negotiator_->Submit(submitted_.emplace(std::move(name), std::move(op)).first->second);
   }
   taken_.clear();
   if (shut_down) {
@@ -464,7 +463,7 @@ bool Runtime::SlowPhase() {
       negotiator_->Receive(sender, sender == kCoordinator ? negotiator_->TakeRequests() : DecodeRequestList(bytes), now);
     }
     WorkTimer work(timing, &stats_.work_ns);
-    list = negotiator_->Decide(std::chrono::steady_clock::now());
+    list = negotiator_->Decide();
     const std::string bytes = Encode(list);
     for (int r = 0; r < topology_.size; ++r) {
       if (r != kCoordinator) SendControl(r, kResponseTag, bytes);
@@ -472,8 +471,19 @@ bool Runtime::SlowPhase() {
   }
   if (list.retune) Apply(*list.retune);
   for (const Response& response : list.responses) {
-    negotiator_->Ran(response);
-    Execute(response);
+    switch (negotiator_->Accept(response)) {
+      case LocalPart::kRun:
+        Execute(response);
+        break;
+      case LocalPart::kFail:
+        Deliver(response.names, std::vector<Status>(response.names.size(), Status::Error(response.error_code, response.error)));
+        break;
+      case LocalPart::kStop:
+        stopped_ = true;
+        break;
+      case LocalPart::kNone:
+        break;
+    }
   }
   return !list.responses.empty();
 }
@@ -494,37 +504,22 @@ void Runtime::AbortIfFailedLongAgo() {
 }
 
 void Runtime::Execute(const Response& response) {
-  switch (response.kind) {
-    case Response::Kind::STOP:
-      stopped_ = true;
-      return;
-    case Response::Kind::ERROR:
-      if (!response.error_ranks.empty() &&
-          std::find(response.error_ranks.begin(), response.error_ranks.end(), topology_.rank) ==
-              response.error_ranks.end()) {
-        return;
-      }
-      Deliver(response.names, std::vector<Status>(response.names.size(), Status::Error(response.error_code, response.error)));
-      return;
-    case Response::Kind::EXECUTE:
-      break;
-  }
   if (response.collective == Collective::ADD_PROCESS_SET || response.collective == Collective::REMOVE_PROCESS_SET) {
-    ChangeProcessSets(response);
+    if (response.collective == Collective::ADD_PROCESS_SET) AttachNewSet(response);
     OperationResult result;
     result.new_process_set = response.new_set_id;
     Deliver(response.names, {Status::Ok()}, result);
     return;
   }
-  auto executor = executors_.find(response.process_set);
-  if (executor == executors_.end()) return;  // a process set this rank is not in
+  SetChannel* channel = sets_->Channel(response.process_set);
+  if (!channel) throw std::logic_error("told to run a collective of process set " + std::to_string(response.process_set) + ", which this rank is not in");
   std::vector<Operation*> ops;
   std::list<StandIn> stand_ins;
   for (size_t i = 0; i < response.names.size(); ++i) {
     auto it = submitted_.find(response.names[i]);
     if (it != submitted_.end()) {
       ops.push_back(&it->second);
-    } else if (joined_) {
+    } else if (negotiator_->StandsIn()) {
       ops.push_back(&stand_ins.emplace_back(response, i).op);
     } else {
       throw std::runtime_error("told to run '" + response.names[i] + "', which this rank never submitted");
@@ -534,7 +529,7 @@ void Runtime::Execute(const Response& response) {
   const bool recording = timeline_.active();
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Status> statuses =
-      executor->second->executor.Run(response, ops, &result, recording ? &phase_log_ : nullptr);
+      channel->executor().Run(response, ops, &result, recording ? &phase_log_ : nullptr);
   if (recording) timeline_.Executed(response, ops, phase_log_);
   if (autotuner_ && response.collective == Collective::ALLREDUCE && response.process_set == 0) Tune(ops, start);
   Deliver(response.names, statuses, result);
@@ -542,8 +537,8 @@ void Runtime::Execute(const Response& response) {
 
 void Runtime::Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock::time_point start) {
   for (const Operation* op : ops) {
-    const int64_t bytes = NumElements(op->request.shape) * ElementSize(op->request.dtype);
-    const std::optional<Trial> trial = autotuner_->Observe(op->request.name, bytes, start);
+    const std::optional<Trial> trial =
+        autotuner_->Observe(op->request.name, TensorBytes(op->request.dtype, op->request.shape), start);
     if (!trial) continue;
     if (autotune_log_) {
       autotune_log_->Write(*trial);
@@ -563,54 +558,37 @@ void Runtime::Apply(const Retune& retune) {
   negotiator_->Reconfigure(config_);
   // Every process set's executor, as each set's own takes these settings when it is made. The
   // hierarchical setting only when tuned: until then each set uses rank 0's, not this rank's.
-  for (auto& [id, set] : executors_) {
-    set->executor.SetChunkBytes(config_.chunk_bytes);
-    if (hierarchical_tuned) set->executor.SetHierarchicalAllreduce(config_.hierarchical_allreduce);
-  }
-  std::lock_guard<std::mutex> lock(stats_mutex_);
+  sets_->ForEachChannel([&](SetChannel& set) {
+    set.executor().SetChunkBytes(config_.chunk_bytes);
+    if (hierarchical_tuned) set.executor().SetHierarchicalAllreduce(config_.hierarchical_allreduce);
+  });
+  std::lock_guard<std::mutex> lock(published_mutex_);
   published_config_ = config_;
   autotune_finished_ |= retune.final;
 }
 
 Config Runtime::Settings() {
-  std::lock_guard<std::mutex> lock(stats_mutex_);
+  std::lock_guard<std::mutex> lock(published_mutex_);
   return published_config_;
 }
 
 bool Runtime::AutotuneFinished() {
-  std::lock_guard<std::mutex> lock(stats_mutex_);
+  std::lock_guard<std::mutex> lock(published_mutex_);
   return autotune_finished_;
 }
 
-// Every rank runs this in the same response order, so the splits below pair up.
-void Runtime::ChangeProcessSets(const Response& response) {
-  if (response.collective == Collective::ADD_PROCESS_SET) {
-    const int32_t id = response.new_set_id;
-    std::vector<int> members(response.new_set_ranks.begin(), response.new_set_ranks.end());
-    const bool member = std::find(members.begin(), members.end(), topology_.rank) != members.end();
-    MPI_Comm comm;
-    MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
-    if (member) executors_[id] = std::make_unique<ProcessSetComm>(comm, config_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    process_sets_[id] = std::move(members);
-    return;
-  }
-  const int32_t id = response.removed_set;
-  auto it = executors_.find(id);
-  if (it != executors_.end()) {
-    MPI_Comm comm = it->second->data;
-    executors_.erase(it);
-    MPI_Comm_free(&comm);
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  process_sets_.erase(id);
+// Every rank runs this in the same response order, so the splits pair up. The negotiator has
+// added the set's members to the registry on accepting the response.
+void Runtime::AttachNewSet(const Response& response) {
+  const int32_t id = response.new_set_id;
+  const auto& ranks = response.new_set_ranks;
+  const bool member = std::find(ranks.begin(), ranks.end(), topology_.rank) != ranks.end();
+  MPI_Comm comm;
+  MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
+  if (member) sets_->Attach(id, std::make_unique<ProcessSetComm>(comm, config_));
 }
 
-std::vector<int> Runtime::ProcessSetRanks(int32_t id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = process_sets_.find(id);
-  return it == process_sets_.end() ? std::vector<int>{} : it->second;
-}
+std::vector<int> Runtime::ProcessSetRanks(int32_t id) { return sets_->Ranks(id); }
 
 void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
                       const OperationResult& result) {
@@ -619,8 +597,10 @@ void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<S
   ending.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     auto it = submitted_.find(names[i]);
-    if (it == submitted_.end()) continue;  // a stand-in, or a failure announced to all ranks
-    if (it->second.request.collective == Collective::JOIN) joined_ = false;
+    if (it == submitted_.end()) continue;  // a stand-in
+    // What ran completes here; what negotiation rejected has ended already (Negotiator::Accept).
+    TensorState& state = it->second.state;
+    if (state == TensorState::kRunning) state = Advance(state, TensorEvent::kCompleted);
     ending.emplace_back(submitted_.extract(it), &statuses[i]);
   }
   {

@@ -1,4 +1,7 @@
-// The core's runtime: one background thread per process, the only caller of MPI.
+// The core's runtime: the rounds loop of core/negotiator.h over MPI, run by one background thread
+// per process, or by a caller that waits for its own operation (RunOnCaller); whichever thread
+// runs the rounds is the only one calling MPI at that time. The thread model is written at the
+// top of runtime.cc.
 #pragma once
 
 #include <mpi.h>
@@ -25,6 +28,7 @@
 #include "core/executor.h"
 #include "core/negotiator.h"
 #include "core/operation.h"
+#include "core/process_sets.h"
 #include "core/settings.h"
 #include "core/timeline.h"
 #include "process_set_comm.h"
@@ -96,7 +100,8 @@ class Runtime {
   using Clock = std::chrono::steady_clock;
 
   void ThreadMain(MPI_Comm comm);
-  std::optional<Clock::time_point> Turn(Backoff& backoff);
+  // One pass of the rounds loop; returns when to look again (nullopt: at once).
+  std::optional<Clock::time_point> LoopPass(Backoff& backoff);
   void StandAsideForCallers(Backoff* backoff);
   // Sleeps until `until`, or until an operation is queued or shutdown is asked for.
   void Sleep(Clock::time_point until);
@@ -104,16 +109,18 @@ class Runtime {
   void Setup(MPI_Comm comm);
   void CheckSettingsAgree();
   void StartAutotuning();
-  void ChangeProcessSets(const Response& response);
+  // Every rank, for a new set: its communicator, and the set's channel where this rank is in it.
+  void AttachNewSet(const Response& response);
 
   bool TakeQueued();
   // One round of negotiation with every rank (negotiator.h); true if anything ran.
   bool RunRound();
   bool SlowPhase();
   void AbortIfFailedLongAgo();
+  // Runs a collective this rank takes part in, and ends its operations.
   void Execute(const Response& response);
-  // Ends the local operations among `names` (those this rank submitted), `statuses[i]` being
-  // that of `names[i]`: calls their `done`.
+  // Ends the local operations among `names` (those this rank submitted; a joined rank's
+  // stand-ins are not), `statuses[i]` being that of `names[i]`: calls their `done`.
   void Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
                const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
@@ -143,7 +150,6 @@ class Runtime {
   // operations per training step; this one's pool is used under mutex_ only.
   std::pmr::unsynchronized_pool_resource in_flight_nodes_;
   std::pmr::unordered_set<std::string> in_flight_{&in_flight_nodes_};
-  std::map<int32_t, std::vector<int>> process_sets_;  // id -> member ranks, 0 is every rank
   bool accepting_ = true;
   std::string shutdown_reason_;
   int callers_waiting_ = 0;  // threads in RunOnCaller: the background thread stands aside
@@ -153,9 +159,9 @@ class Runtime {
   // Guards what is marked "the rounds' own" below, and the use of MPI.
   std::mutex rounds_mutex_;
 
-  // Statistics, copied out after every round, and the settings, after each change, under
-  // stats_mutex_.
-  std::mutex stats_mutex_;
+  // What the rounds publish for other threads, under published_mutex_: statistics, copied out
+  // after every round, and the settings, after each change.
+  std::mutex published_mutex_;
   NegotiationStats published_;
   Config published_config_;
   bool autotune_finished_ = false;
@@ -164,7 +170,8 @@ class Runtime {
   // The rounds' own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
-  std::map<int32_t, std::unique_ptr<ProcessSetComm>> executors_;  // 0: every rank, on data_
+  // Membership is thread-safe; the channels are the rounds' own.
+  std::unique_ptr<ProcessSets> sets_;
   std::unique_ptr<Negotiator> negotiator_;
   std::unique_ptr<MpiTransport> control_transport_;  // the agreement's messages, on control_
   std::unique_ptr<AndAllreduce> agreement_;
@@ -180,7 +187,6 @@ class Runtime {
     std::string bytes;
   };
   std::list<Outgoing> outgoing_;
-  bool joined_ = false;  // this rank's join is pending: it stands in for tensors it lacks
   bool shutdown_taken_ = false;
   // Set when this rank has sent a shutdown with a reason (it failed).
   std::optional<std::chrono::steady_clock::time_point> abort_at_;

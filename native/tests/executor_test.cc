@@ -73,7 +73,8 @@ Request Make(Collective collective, const std::string& name, DataType dtype, Sha
 
 // Rank 0's part, done here for all ranks at once: negotiation, then the fusion plan.
 std::vector<Response> Negotiate(const std::vector<RankWork>& work, int64_t fusion_threshold) {
-  Coordinator coordinator(static_cast<int>(work.size()));
+  const ProcessSets sets(static_cast<int>(work.size()));
+  Coordinator coordinator(static_cast<int>(work.size()), sets);
   const auto now = Coordinator::Clock::now();
   for (int r = 0; r < static_cast<int>(work.size()); ++r) {
     if (work[r].joined) {

@@ -14,6 +14,8 @@ void RunSettingsTests();
 void RunHierarchicalTests();
 void RunResponseCacheTests();
 void RunNegotiatorTests();
+void RunTensorStatesTests();
+void RunProcessSetsTests();
 void RunAutotunerTests();
 void RunAndAllreduceTests();
 void RunTimelineTests();
@@ -27,6 +29,8 @@ int main() {
   RunCoordinatorTests();
   RunResponseCacheTests();
   RunNegotiatorTests();
+  RunTensorStatesTests();
+  RunProcessSetsTests();
   RunAutotunerTests();
   RunAndAllreduceTests();
   RunSettingsTests();

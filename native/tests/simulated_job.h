@@ -8,10 +8,12 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/negotiator.h"
+#include "core/process_sets.h"
 
 namespace mpirep_test {
 
@@ -28,13 +30,15 @@ class SimulatedJob {
   using Clock = mpirep::Negotiator::Clock;
 
   SimulatedJob(int size, const mpirep::Config& config) : size_(size), ran_(size), config_(config) {
-    for (int r = 0; r < size; ++r) ranks_.push_back(std::make_unique<mpirep::Negotiator>(r, size, config));
-    sets_[0] = {};
-    for (int r = 0; r < size; ++r) sets_[0].insert(r);
+    for (int r = 0; r < size; ++r) {
+      sets_.push_back(std::make_unique<mpirep::ProcessSets>(size));
+      ranks_.push_back(std::make_unique<mpirep::Negotiator>(r, size, config, *sets_.back()));
+    }
   }
 
   int size() const { return size_; }
   mpirep::Negotiator& rank(int r) { return *ranks_[r]; }
+  const mpirep::ProcessSets& sets(int r) const { return *sets_[r]; }
   const std::vector<Ran>& ran(int r) const { return ran_[r]; }
   const std::vector<std::string>& reports() const { return reports_; }
   // The settings every rank uses now, and the number of Retunes applied so far.
@@ -53,7 +57,16 @@ class SimulatedJob {
   void Submit(int r, mpirep::Request request) {
     request.rank = r;
     outstanding_[r].insert(request.name);
-    ranks_[r]->Submit(submitted_.emplace_back(std::move(request)));
+    mpirep::Operation& op = submitted_.emplace_back();
+    op.request = std::move(request);
+    ranks_[r]->Submit(op);
+  }
+  // The state of rank `r`'s latest operation named `name`.
+  mpirep::TensorState state(int r, const std::string& name) const {
+    for (auto it = submitted_.rbegin(); it != submitted_.rend(); ++it) {
+      if (it->request.rank == r && it->request.name == name) return it->state;
+    }
+    throw std::logic_error("rank " + std::to_string(r) + " never submitted '" + name + "'");
   }
   // The names rank `r` submitted that have not run or failed yet.
   const std::set<std::string>& outstanding(int r) { return outstanding_[r]; }
@@ -81,7 +94,7 @@ class SimulatedJob {
       if (ranks_[r]->SendsRequests()) lists[r] = ranks_[r]->TakeRequests();
     }
     for (int sender : ranks_[0]->Senders()) ranks_[0]->Receive(sender, lists.at(sender), now);
-    const mpirep::ResponseList list = ranks_[0]->Decide(now);
+    const mpirep::ResponseList list = ranks_[0]->Decide();
     if (list.retune) {  // as the runtime does: every rank switches before running the list
       for (const auto& [name, value] : list.retune->settings) mpirep::SetSetting(&config_, name, value);
       for (auto& n : ranks_) n->Reconfigure(config_);
@@ -89,12 +102,7 @@ class SimulatedJob {
     }
     for (const mpirep::Response& response : list.responses) {
       for (int r = 0; r < size_; ++r) {
-        ranks_[r]->Ran(response);
-        Record(r, response, false);
-      }
-      if (response.kind == mpirep::Response::Kind::EXECUTE &&
-          response.collective == mpirep::Collective::ADD_PROCESS_SET) {
-        sets_[response.new_set_id] = std::set<int>(response.new_set_ranks.begin(), response.new_set_ranks.end());
+        if (ranks_[r]->Accept(response) != mpirep::LocalPart::kNone) Record(r, response, false);
       }
     }
     return true;
@@ -110,19 +118,10 @@ class SimulatedJob {
     return rounds;
   }
 
-  void AddSet(int32_t id, std::set<int> members) { sets_[id] = std::move(members); }
-
  private:
-  // What the runtime would do on rank `r`: run what its sets run, deliver errors for what it
-  // submitted.
+  // What the runtime would do on rank `r` with a response that concerns it: run it, or fail
+  // what it submitted.
   void Record(int r, const mpirep::Response& response, bool cached) {
-    using Kind = mpirep::Response::Kind;
-    if (response.kind == Kind::EXECUTE && !sets_.at(response.process_set).count(r)) return;
-    if (response.kind == Kind::ERROR) {
-      const auto& ranks = response.error_ranks;
-      if (!outstanding_[r].count(response.names[0])) return;
-      if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), r) == ranks.end()) return;
-    }
     for (const std::string& name : response.names) outstanding_[r].erase(name);
     ran_[r].push_back({response.names, response.kind, response.error, cached});
   }
@@ -131,9 +130,9 @@ class SimulatedJob {
   std::vector<std::unique_ptr<mpirep::Negotiator>> ranks_;
   std::vector<std::vector<Ran>> ran_;
   std::vector<std::string> reports_;
-  std::map<int32_t, std::set<int>> sets_;
+  std::vector<std::unique_ptr<mpirep::ProcessSets>> sets_;  // each rank's registry
   std::map<int, std::set<std::string>> outstanding_;
-  std::list<mpirep::Request> submitted_;  // where the negotiators' requests stay, as the runtime's do
+  std::list<mpirep::Operation> submitted_;  // where the negotiators' operations stay, as the runtime's do
   mpirep::Config config_;
   int retunes_ = 0;
 };

@@ -19,9 +19,16 @@ def test_late_rank_is_reported_and_the_job_completes(cached):
     print(job.output[-3000:])
     assert job.returncode == 0
     warnings = [line for line in job.output.splitlines() if "stalled collective" in line]
-    assert all("tensor 'late_tensor'" in line for line in warnings), warnings
-    # rank 1 came 3 s late; on a loaded machine another rank may have been late for a while too
-    assert any(re.search(r"missing ranks? (\d+, )*1\b", line) for line in warnings), warnings
+    assert warnings, "no stall warning"
+    # Rank 1 is 3 s late, past the 1 s check; a loaded machine may make another rank late too.
+    assert all("'late_tensor'" in line for line in warnings), warnings
+    assert any(1 in _missing_ranks(line) for line in warnings), warnings
+
+
+def _missing_ranks(warning):
+    """The ranks a stall warning names as missing: '...; missing ranks 1, 2' -> {1, 2}."""
+    listed = re.search(r"missing ranks? ([\d, ]+)", warning).group(1)
+    return {int(r) for r in listed.split(",")}
 
 
 @CACHED
@@ -30,7 +37,7 @@ def test_stall_shutdown_cancels_on_every_rank_and_the_next_collective_works(mode
     job = mpirun(3, ["tests/multiproc/jobs/late_rank.py", mode, cached], 60)
     print(job.output[-3000:])
     assert job.returncode == 0, job.output[-3000:]
-    assert job.output.count("a StallError naming the missing ranks, then a correct allreduce") == 3
+    assert job.output.count("the same StallError as every rank, then a correct allreduce") == 3
 
 
 @CACHED
