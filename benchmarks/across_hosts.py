@@ -5,12 +5,15 @@ turn, and on it
     hierarchical allreduce and MPI_Allreduce, timed in turns within one job, with the bytes
     each host sent across the link;
   * scaling efficiency of 2 hosts against 1 for Keras training (tf_keras_cnn.py): images/sec
-    at 2 hosts x K ranks over twice those at 1 host x K, for K = 1 and 2.
+    at 2 hosts x K ranks over twice those at 1 host x K, for K = 1 and 2;
+  * how much gradient traffic a training step hides behind backprop (overlap.py), for each of
+    its models, at 2 hosts x 1 rank.
 
-It brings the hosts up, writes docs/benchmarks-across-hosts.png, replaces the "Across hosts"
-section of docs/benchmarks.md, and takes the hosts down again. As root, from the repository root:
+It holds the machine's cluster lock, brings the hosts up, writes everything to one JSON file
+and takes the hosts down again; benchmarks/run_all.py turns that file into docs/benchmarks.md's
+"Across hosts" sections. As root, from the repository root:
 
-    python benchmarks/across_hosts.py [--rates 1gbit,10gbit] [--rounds 3]
+    python benchmarks/across_hosts.py --json hosts.json [--rates 1gbit,10gbit] [--rounds 3] [--quick]
 
 Set MPIREP_CLUSTER_STATE, MPIREP_HOSTS_PREFIX and MPIREP_HOSTS_NET (dev/cluster/README.md) to
 keep clear of other emulated hosts on the machine.
@@ -23,17 +26,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from doc_section import replace_section
-from plot import plot_across_hosts
-from units import human_bytes
+from machine_lock import cluster_lock
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-CLUSTER = ROOT / "dev" / "cluster"
-DOC = ROOT / "docs" / "benchmarks.md"
-PNG = ROOT / "docs" / "benchmarks-across-hosts.png"
-SECTION = "## Across hosts"
+CLUSTER = HERE.parent / "dev" / "cluster"
 CNN_ARGS = ["--steps", "15", "--epochs", "3"]  # the first epoch (tracing) is not timed
+QUICK_CNN_ARGS = ["--steps", "3", "--epochs", "2"]
+OVERLAP_MODELS = ["cnn", "resnet50"]
 TIMEOUT_S = 900
 
 
@@ -48,103 +47,55 @@ def on_hosts(hosts, per_host, script, out, *args):
     return json.loads(out.read_text())
 
 
-def measure(rates, rounds, tmp):
-    """{rate: {"sweep": ..., "cnn": {(hosts, per_host): images/sec}}}. A job on one host does
-    not touch the link, so the 1-host CNN runs once, unshaped, and serves every rate."""
-    one_host = {(1, k): on_hosts(1, k, "tf_keras_cnn.py", tmp / f"cnn-1x{k}.json",
-                                 *CNN_ARGS)["images_per_sec"] for k in (1, 2)}
+def measure(rates, args, tmp):
+    """{rate: {"link_gbit": ..., "sweep": ..., "cnn": [[hosts, per_host, images/sec]...],
+    "overlap": {model: ...}}}. A job on one host does not touch the link, so the 1-host CNN runs
+    once, unshaped, and serves every rate."""
+    cnn_args = QUICK_CNN_ARGS if args.quick else CNN_ARGS
+    one_host = [[1, k, on_hosts(1, k, "tf_keras_cnn.py", tmp / f"cnn-1x{k}.json", *cnn_args)["images_per_sec"]]
+                for k in (1, 2)]
+    overlap_args = ["--rounds", "1", "--steps", "1"] if args.quick else ["--rounds", str(args.overlap_rounds)]
     results = {}
     for rate in rates:
-        cluster("shape", rate)
-        sweep = on_hosts(2, 2, "across_hosts_sweep.py", tmp / f"sweep-{rate}.json",
-                         "--rounds", str(rounds))
-        cnn = dict(one_host)
+        shaped = subprocess.run([str(CLUSTER / "shape"), rate], check=True, capture_output=True, text=True)
+        print(shaped.stdout, end="", flush=True)
+        sweep_args = ["--rounds", "1", "--max-bytes", str(1 << 20)] if args.quick else ["--rounds", str(args.rounds)]
+        sweep = on_hosts(2, 2, "across_hosts_sweep.py", tmp / f"sweep-{rate}.json", *sweep_args)
+        cnn = list(one_host)
         for k in (1, 2):
-            cnn[2, k] = on_hosts(2, k, "tf_keras_cnn.py", tmp / f"cnn-2x{k}-{rate}.json",
-                                 *CNN_ARGS)["images_per_sec"]
-        results[rate] = {"sweep": sweep, "cnn": cnn}
+            cnn.append([2, k, on_hosts(2, k, "tf_keras_cnn.py", tmp / f"cnn-2x{k}-{rate}.json",
+                                       *cnn_args)["images_per_sec"]])
+        overlap = {model: on_hosts(2, 1, "overlap.py", tmp / f"overlap-{model}-{rate}.json",
+                                   "--model", model, *overlap_args) for model in OVERLAP_MODELS}
+        results[rate] = {"shape_output": shaped.stdout.strip(), "sweep": sweep, "cnn": cnn,
+                         "overlap": overlap}
     cluster("shape", "off")
     return results
 
 
-def ratio_cell(r):
-    return f"{r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f})"
-
-
-def sweep_table(sweep):
-    lines = ["| size | hierarchical / flat | MPI_Allreduce / flat | bytes across per host "
-             "(flat, hierarchical, MPI) |", "|---|---|---|---|"]
-    for row in sweep["rows"]:
-        across = "; ".join(
-            f"{max(row['methods'][m]['across_per_host']):.2f}x"
-            for m in ("flat", "hierarchical", "mpi"))
-        lines.append(f"| {human_bytes(row['bytes'])} | {ratio_cell(row['hierarchical_over_flat'])} "
-                     f"| {ratio_cell(row['mpi_over_flat'])} | {across} |")
-    return lines
-
-
-def scaling_table(results):
-    lines = ["| link | 2 hosts x 1 over 2 x (1 host x 1) | 2 hosts x 2 over 2 x (1 host x 2) |",
-             "|---|---|---|"]
-    for rate, result in results.items():
-        cnn = result["cnn"]
-        cells = [f"{cnn[2, k] / (2 * cnn[1, k]):.2f}" for k in (1, 2)]
-        lines.append(f"| {rate} | {' | '.join(cells)} |")
-    return lines
-
-
-def section(results, rounds, load):
-    lines = [SECTION, "",
-             "Measured by `python benchmarks/across_hosts.py` on two emulated hosts of "
-             "`dev/cluster` (network namespaces on one machine of "
-             f"{os.cpu_count()} cores, each host's outgoing traffic limited by `dev/cluster/shape`"
-             "). Every figure is a ratio of two measurements taken in the same run of the suite. "
-             f"The 1-minute load average was {load[0]:.1f} when the run began and "
-             f"{load[1]:.1f} when it ended.", "",
-             "### Allreduce (float32, Sum) at 2 hosts x 2 ranks", "",
-             f"The three methods take turns in {rounds} rounds within one job. A cell gives "
-             "the median over the rounds of each round's ratio of median times (< 1: faster "
-             "than mpirep's flat ring), and the range over rounds. The bytes across are what "
-             "each host sent on its link per allreduce, over the buffer's size: 2(n-1)/n = 1.5x "
-             "for a ring over all 4 ranks, 2(h-1)/h = 1x once the ranks of a host reduce "
-             "together first.", "",
-             "![allreduce time against the flat ring](benchmarks-across-hosts.png)", ""]
-    for rate, result in results.items():
-        lines += [f"#### {rate}", "", *sweep_table(result["sweep"]), ""]
-    lines += ["### Scaling efficiency of 2 hosts against 1", "",
-              "Keras training of the small CNN of `tf_keras_cnn.py` (images/sec, every rank "
-              "with one intra-op thread), at 2 hosts over twice the rate at 1 host with as many "
-              "ranks per host; 1 would be perfect scaling. Each layout is its own job, the 1-host "
-              "ones run once, unshaped, since they do not use the link. The emulated hosts share the "
-              "machine's cores, so with 2 ranks per host the ranks outnumber the cores and the "
-              "ratio measures the CPU as much as the link.", "",
-              *scaling_table(results), ""]
-    return lines
-
-
-def write_section(lines):
-    """Replaces the Across hosts section of docs/benchmarks.md, or appends one."""
-    DOC.write_text(replace_section(DOC.read_text(), SECTION, "\n".join(lines)))
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", required=True, help="where the results go")
     parser.add_argument("--rates", default="1gbit,10gbit", help="tc rates, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the allreduce sweep")
+    parser.add_argument("--overlap-rounds", type=int, default=7, help="rounds of overlap.py")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: tiny settings")
     parser.add_argument("--keep-hosts", action="store_true", help="leave the hosts up")
     args = parser.parse_args()
     rates = args.rates.split(",")
     load_before = os.getloadavg()[0]
-    cluster("hosts-up", "2")
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            results = measure(rates, args.rounds, Path(tmp))
-    finally:
-        if not args.keep_hosts:
-            cluster("hosts-down")
-    plot_across_hosts({rate: r["sweep"] for rate, r in results.items()}, PNG)
-    write_section(section(results, args.rounds, (load_before, os.getloadavg()[0])))
-    print(f"wrote {PNG} and the {SECTION!r} section of {DOC}")
+    with cluster_lock():
+        cluster("hosts-up", "2")
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                results = measure(rates, args, Path(tmp))
+        finally:
+            if not args.keep_hosts:
+                cluster("hosts-down")
+    Path(args.json).write_text(json.dumps(
+        {"rates": results, "rounds": args.rounds, "overlap_rounds": args.overlap_rounds,
+         "load_average": [load_before, os.getloadavg()[0]]}, indent=1))
+    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 and, on two emulated hosts, how long training takes to resume after a host is lost and how many
 steps are done twice.
 
-    .venv/bin/python benchmarks/elastic_recovery.py [--runs 3] [--repeats 7] [--commit-only]
+    .venv/bin/python benchmarks/elastic_recovery.py [--runs 3] [--repeats 7] [--commit-only] [--json FILE]
 
 commit: TensorFlowKerasState of tf.keras.applications.ResNet50 (weights=None) with a built
 Adam: 25.6 M weights plus two slots each, 307 MB.  What State.save does (views of the
@@ -15,6 +15,7 @@ h2, one rank each, committing after every batch; every rank of h2 is SIGKILLed i
 of epoch 1.  Times are from the kill, medians over --runs jobs.
 """
 import argparse
+import json
 import os
 import pathlib
 import pickle
@@ -25,6 +26,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from machine_lock import cluster_lock
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CLUSTER = REPO / "dev" / "cluster"
@@ -91,6 +94,7 @@ def commit_cost(repeats):
               (f"commit, each of 2 ranks per host / np.copyto ({ms['commit_half']} / "
                f"{ms['copy']})", f"{times['commit_half'] / times['copy']:.2f}"),
           ])
+    return {"arrays": len(named), "bytes": nbytes, "repeats": repeats, "seconds": times}
 
 
 def harness_settings():
@@ -144,6 +148,11 @@ def tensorflow_import_seconds():
 
 
 def recovery(runs, steps):
+    with cluster_lock():
+        return recovery_on_hosts(runs, steps)
+
+
+def recovery_on_hosts(runs, steps):
     ssh_config, subnet, were_up = harness_settings()
     if not {"h1", "h2"} <= set(were_up):
         up = subprocess.run([str(CLUSTER / "hosts-up"), "2"], capture_output=True, text=True)
@@ -172,6 +181,8 @@ def recovery(runs, steps):
         ("steps done twice (a commit after every step)",
          " ".join(str(r["redone"]) for r in results)),
     ])
+    return {"runs": runs, "tensorflow_import_s": baseline, "median_s": median,
+            "redone": [r["redone"] for r in results]}
 
 
 def main():
@@ -180,10 +191,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=7, help="timings of each commit method")
     parser.add_argument("--steps", type=int, default=10, help="batches per epoch of the job")
     parser.add_argument("--commit-only", action="store_true", help="skip the recovery jobs")
+    parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args()
-    commit_cost(args.repeats)
+    results = {"commit": commit_cost(args.repeats)}
     if not args.commit_only:
-        recovery(args.runs, args.steps)
+        results["recovery"] = recovery(args.runs, args.steps)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ thread.
 """
 
 import argparse
+import json
 import statistics
 import time
 
@@ -88,6 +89,7 @@ def main():
     parser.add_argument("--batch-size", type=int, help="per rank (default per model)")
     parser.add_argument("--steps", type=int, default=5, help="steps per timed block")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--json", help="write the results to this file (rank 0)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     build, image, batch = MODELS[args.model]
@@ -157,6 +159,14 @@ def main():
           f"{statistics.median(ratios):.2f}, rounds {spread(ratios, 2)}")
     print(f"bound   = (alone - forward) / min(alone, comm):     median "
           f"{statistics.median(bounds):.2f}, rounds {spread(bounds, 2)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": args.model, "gradients": len(grads), "mib": params * 4 / 2**20,
+                       "image": image, "batch": batch, "np": hvd.size(), "rounds": args.rounds,
+                       "steps": args.steps,
+                       "ms_per_step": {n: statistics.median(v) * 1e3 for n, v in per_step.items()},
+                       "overlap": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)},
+                       "bound": statistics.median(bounds)}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,19 @@
-"""Run every benchmark at np=2 and np=4 (oversubscribed where ranks outnumber cores), and rank 0's
-negotiation cost from 2 to 32 ranks, and write docs/benchmarks.md with its tables,
-docs/benchmarks-allreduce.png and docs/benchmarks-coordinator.png.
+"""Run every benchmark and write docs/benchmarks.md whole, with its PNGs, and the results it was
+made from (docs/benchmarks-results.json): the allreduce sweep, the ResNet-50 gradient round
+(and its fusion thresholds), many small tensors and an idle mpirep, rank 0's negotiation cost
+from 2 to 32 ranks, autotuning, the TensorFlow layer, elastic training's costs, and, as root,
+the cross-host suite on the emulated hosts of dev/cluster; then the cost model, fitted to the
+measurement files of benchmarks/cost_model/measurements/ (measured again first with
+--cost-model-measure, as root).
 
-    python benchmarks/run_all.py            # from the repository root, with mpirep installed
+    python benchmarks/run_all.py                  # from the repository root, at a quiet moment
+    python benchmarks/run_all.py --smoke --out /tmp/bench   # tiny settings: does it all run and render?
+    python benchmarks/run_all.py --render         # the page again from the saved results
+
+The page's fixed text lives in benchmarks/benchmarks_doc.md.tmpl, its tables in render_doc.py.
 """
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -13,201 +22,204 @@ import sys
 import tempfile
 from pathlib import Path
 
-from plot import plot_coordinator_cost, plot_sweep
-from units import human_bytes
+from machine_lock import cluster_lock
+from render_doc import render
 
 HERE = Path(__file__).resolve().parent
-DOCS = HERE.parent / "docs"
-BENCHMARKS = {"allreduce_sweep": 1200, "resnet50_round": 600, "small_tensors": 600}  # timeout s
-COST_NPS = [2, 4, 8, 16, 32]  # rank counts of coordinator_cost.py
+ROOT = HERE.parent
+DOCS = ROOT / "docs"
+COST_MODEL = HERE / "cost_model"
+CLUSTER = ROOT / "dev" / "cluster"
+FUSION_THRESHOLDS = [256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 LAUNCH_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-              "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
+              "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
+              "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-FUSION_THRESHOLDS = [256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]  # the ResNet-50 fusion sweep
+class Settings:
+    """The size of every benchmark: the full run, or --smoke's tiny one."""
+
+    def __init__(self, smoke, nps):
+        self.smoke = smoke
+        self.nps = [2] if smoke else nps
+        self.cost_nps = [2, 4] if smoke else [2, 4, 8, 16, 32]
+        self.fusion_thresholds = FUSION_THRESHOLDS[:2] if smoke else FUSION_THRESHOLDS
+        self.args = {  # extra arguments per benchmark
+            "allreduce_sweep": ["--max-bytes", str(64 << 10)] if smoke else [],
+            "resnet50_round": ["--repeats", "1"] if smoke else [],
+            "small_tensors": ["--repeats", "1"] if smoke else [],
+            "coordinator_cost": ["--steps", "2"] if smoke else [],
+            "autotune": ["--repeats", "1", "--rounds", "2", "--warm-rounds", "5", "--steps-per-sample", "1",
+                         "--warmup-samples", "0", "--samples-per-trial", "1"] if smoke
+                        else ["--repeats", "5", "--rounds", "9"],
+            "tf_allreduce_bridges": ["--quick"] if smoke else [],
+            "tf_resnet50_round": ["--repeats", "1"] if smoke else [],
+            "tf_training_overhead": ["--rounds", "1", "--steps", "2", "--cycle-times", "0"] if smoke
+                                    else ["--rounds", "4", "--cycle-times", "0"],
+            "elastic_recovery": ["--repeats", "1", "--runs", "1", "--steps", "4"] if smoke else [],
+            "across_hosts": ["--quick", "--rates", "1gbit"] if smoke else [],
+        }
 
 
-def run(name, np_, out_dir, extra, tag=""):
-    out = out_dir / f"{name}-np{np_}{tag}.json"
-    command = ["timeout", "-k", "10", str(BENCHMARKS.get(name, 600)), "mpirun", "--oversubscribe",
-               "--bind-to", "none", "-np", str(np_), sys.executable, str(HERE / f"{name}.py"),
-               "--json", str(out), *extra]
-    print("+", " ".join(command), flush=True)
-    # this checkout's mpirep, even where it is not installed
-    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH")) if p)
-    subprocess.run(command, check=True, env={**os.environ, **LAUNCH_ENV, "PYTHONPATH": path})
-    return json.loads(out.read_text())
+class Runner:
+    """Runs benchmark scripts, each under a hard limit, and keeps the load averages seen."""
+
+    def __init__(self, tmp):
+        self.tmp = Path(tmp)
+        self.loads = [os.getloadavg()[0]]
+        self.env = {**os.environ, **LAUNCH_ENV,  # this checkout's mpirep, even where not installed
+                    "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+    def _run(self, command, timeout_s):
+        self.loads.append(os.getloadavg()[0])
+        print("+", " ".join(command), flush=True)
+        subprocess.run(["timeout", "-k", "10", str(timeout_s), *command], check=True, env=self.env, cwd=ROOT)
+
+    def mpi(self, script, ranks, args=(), timeout_s=1200, tag=""):
+        """`mpirun -np ranks python benchmarks/<script>.py --json F args...`; the JSON it wrote."""
+        out = self.tmp / f"{script}-np{ranks}{tag}.json"
+        self._run(["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks), sys.executable,
+                   str(HERE / f"{script}.py"), "--json", str(out), *args], timeout_s)
+        return json.loads(out.read_text())
+
+    def python(self, script, args=(), timeout_s=3600):
+        """`python benchmarks/<script>.py --json F args...` (the script starts its own jobs)."""
+        out = self.tmp / f"{script}.json"
+        self._run([sys.executable, str(HERE / f"{script}.py"), "--json", str(out), *args], timeout_s)
+        return json.loads(out.read_text())
 
 
-def sweep_table(run_):
-    lines = ["| size | mpirep ms | MPI_Allreduce ms | mpirep busbw GB/s | MPI busbw GB/s | ratio |",
-             "|---:|---:|---:|---:|---:|---:|"]
-    for r in run_["rows"]:
-        lines.append(f"| {human_bytes(r['bytes'])} | {r['mpirep_s'] * 1e3:.3f} | {r['mpi_s'] * 1e3:.3f} "
-                     f"| {r['mpirep_busbw']:.2f} | {r['mpi_busbw']:.2f} | {r['ratio']:.2f} |")
-    return lines
+def has_tensorflow():
+    return subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True).returncode == 0
 
 
-def resnet_table(runs):
-    lines = ["| np | mpirep round ms | one MPI_Allreduce ms | 214 MPI_Allreduce ms | "
-             "mpirep / faster MPI |", "|---:|---:|---:|---:|---:|"]
-    for r in runs:
-        s = r["seconds"]
-        lines.append(f"| {r['np']} | {s['mpirep'] * 1e3:.1f} | {s['mpi_fused'] * 1e3:.1f} | "
-                     f"{s['mpi_per_tensor'] * 1e3:.1f} | {r['ratio_to_best_mpi']:.2f} |")
-    return lines
+def can_start_hosts():
+    return os.geteuid() == 0 and (CLUSTER / "hosts-up").exists()
 
 
-def small_table(runs):
-    lines = ["| np | case | mpirep us/tensor | MPI_Allreduce us/tensor | ratio |",
-             "|---:|---|---:|---:|---:|"]
-    for r in runs:
-        us = r["us_per_tensor"]
-        for case, key in (("1,000 in flight", "batch"), ("one at a time", "single"),
-                          ("one at a time, unnamed", "unnamed")):
-            lines.append(f"| {r['np']} | {case} | {us[key + '_mpirep']:.1f} | {us[key + '_mpi']:.1f} | "
-                         f"{us[key + '_mpirep'] / us[key + '_mpi']:.2f} |")
-    return lines
+def measure(settings, runner, hosts, cost_model_measure):
+    """Every benchmark's results, and why any part was skipped."""
+    results, skipped = {}, {}
+    a = settings.args
+    for name, timeout_s in (("allreduce_sweep", 1200), ("resnet50_round", 600), ("small_tensors", 600)):
+        results[name] = {str(n): runner.mpi(name, n, a[name], timeout_s) for n in settings.nps}
+    results["fusion"] = {str(t): runner.mpi("resnet50_round", 2, [*a["resnet50_round"], "--config",
+                                                                  f"fusion_threshold={t}"], 600, f"-fusion{t}")
+                         for t in settings.fusion_thresholds}
+    results["coordinator_cost"] = [runner.mpi("coordinator_cost", n, a["coordinator_cost"], 900)
+                                   for n in settings.cost_nps]
+    results["autotune"] = runner.mpi("autotune", 2, a["autotune"], 1800)
+    if has_tensorflow():
+        results["tf_bridges"] = runner.mpi("tf_allreduce_bridges", 2, a["tf_allreduce_bridges"], 900)
+        results["tf_resnet50_round"] = runner.mpi("tf_resnet50_round", 2, a["tf_resnet50_round"], 900)
+        results["tf_training"] = {str(n): runner.mpi("tf_training_overhead", n, a["tf_training_overhead"], 1800)
+                                  for n in (1, 2)}
+        elastic_args = a["elastic_recovery"] + ([] if hosts else ["--commit-only"])
+        results["elastic"] = runner.python("elastic_recovery", elastic_args)
+    else:
+        for name in ("tf_bridges", "tf_resnet50_round", "tf_training", "elastic"):
+            skipped[name] = "TensorFlow is not installed"
+    if hosts:
+        results["hosts"] = runner.python("across_hosts", a["across_hosts"], 7200)
+        if cost_model_measure:
+            measure_cost_model(runner)
+    else:
+        why = "it needs root, to start the emulated hosts of dev/cluster" if not can_start_hosts() \
+            else "run without --hosts"
+        for name in ("hosts", "elastic_recovery"):
+            skipped[name] = why
+    results["skipped"] = skipped
+    return results
 
 
-def idle_table(runs):
-    lines = ["| np | MPI_Allreduce 4 KiB before mpirep.init, us | after, mpirep idle, us | ratio |",
-             "|---:|---:|---:|---:|"]
-    for r in runs:
-        us = r["us_per_tensor"]
-        lines.append(f"| {r['np']} | {us['mpi_before_init']:.1f} | {us['mpi_idle_mpirep']:.1f} | "
-                     f"{us['mpi_idle_mpirep'] / us['mpi_before_init']:.2f} |")
-    return lines
+def measure_cost_model(runner):
+    """The cost model's measurement files, taken again: shared memory, the memory copy, and the
+    emulated hosts at 1 Gbit/s."""
+    files = COST_MODEL / "measurements"
+    runner._run([sys.executable, str(COST_MODEL / "memcpy.py"), "--out", str(files / "copy.json")], 600)
+    runner._run([sys.executable, str(COST_MODEL / "measure.py"), "shm", "--out", str(files / "shm.json")], 7200)
+    with cluster_lock():
+        subprocess.run([str(CLUSTER / "hosts-up"), "2"], check=True)
+        try:
+            subprocess.run([str(CLUSTER / "shape"), "1gbit"], check=True)
+            runner._run([sys.executable, str(COST_MODEL / "measure.py"), "hosts", "--rate", "1gbit",
+                         "--out", str(files / "hosts-1gbit.json")], 7200)
+        finally:
+            subprocess.run([str(CLUSTER / "hosts-down")], check=False)
 
 
-def targets_table(results, np_):
-    """The targets of issues 2 and 12, at np_ ranks."""
-    sweep = {r["bytes"]: r for r in results["allreduce_sweep", np_]["rows"]}
-    resnet = results["resnet50_round", np_]["ratio_to_best_mpi"]
-    us = results["small_tensors", np_]["us_per_tensor"]
-    rows = [("64 MiB allreduce, mpirep / MPI_Allreduce", "<= 0.8",
-             f"{sweep[64 << 20]['ratio']:.2f}" if 64 << 20 in sweep else "not measured"),
-            ("ResNet-50 round, mpirep / faster MPI baseline", "<= 0.9", f"{resnet:.2f}"),
-            ("4 KiB tensor among 1,000 in flight, us", "<= 5", f"{us['batch_mpirep']:.1f}"),
-            ("one blocking 4 KiB allreduce, mpirep / MPI_Allreduce", "<= 3",
-             f"{us['single_mpirep'] / us['single_mpi']:.2f}")]
-    return ["| measure | target | measured |", "|---|---:|---:|",
-            *[f"| {m} | {t} | {v} |" for m, t, v in rows]]
+def cost_model_section(out_dir):
+    """The cost model's section, fitted to the measurement files, with where they come from."""
+    section = subprocess.run([sys.executable, str(COST_MODEL / "report.py"), "--png-dir", str(out_dir)],
+                             check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    origins = []
+    for name in ("shm.json", "hosts-1gbit.json", "copy.json"):
+        meta = json.loads((COST_MODEL / "measurements" / name).read_text())
+        when = meta.get("started", meta)  # measure.py's files say when they started; memcpy.py's say when
+        origins.append(f"`{name}` ({when['utc']}, load average {when['load_average']:.1f})")
+    heading, _, body = section.partition("\n")
+    note = ("The model is fitted to the measurement files of `benchmarks/cost_model/measurements/`, "
+            "taken by `measure.py` and `memcpy.py` (`run_all.py --cost-model-measure` takes them "
+            "again): " + ", ".join(origins) + ".")
+    return f"{heading}\n\n{note}\n{body}"
 
 
-def fusion_table(runs):
-    lines = ["| fusion threshold | mpirep round ms | one MPI_Allreduce ms | 214 MPI_Allreduce ms | "
-             "mpirep / faster MPI |", "|---:|---:|---:|---:|---:|"]
-    for threshold, r in runs.items():
-        s = r["seconds"]
-        lines.append(f"| {human_bytes(threshold)} | {s['mpirep'] * 1e3:.1f} | {s['mpi_fused'] * 1e3:.1f} | "
-                     f"{s['mpi_per_tensor'] * 1e3:.1f} | {r['ratio_to_best_mpi']:.2f} |")
-    return lines
+def meta(settings, started, loads, ended):
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or platform.machine())
+    memory_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal"))
+
+    def out(*command):
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = out("git", "rev-parse", "--short", "HEAD") or "unknown"
+    if out("git", "status", "--porcelain", "--untracked-files=no"):
+        commit += ", with uncommitted changes"
+    mpi = (out("mpirun", "--version").splitlines() or ["unknown MPI"])[0]
+    tf = out(sys.executable, "-c", "import tensorflow as tf; print(tf.__version__)")
+    software = f"{mpi}; Python {platform.python_version()}" + (f"; TensorFlow {tf}" if tf else "")
+    return {"smoke": settings.smoke, "started": started, "ended": ended, "cpu": cpu, "cores": os.cpu_count(),
+            "memory_gib": memory_kib / 2**20, "commit": commit, "software": software,
+            "load_average": {"start": loads[0], "end": loads[-1], "max": max(loads)}}
 
 
-def cost_table(runs):
-    lines = ["| np | path | rounds | slow rounds | messages in | bytes in | requests | CPU us |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|"]
-    for r in runs:
-        for path, c in r["per_step"].items():
-            lines.append(f"| {r['np']} | {path} | {c['rounds']:.1f} | {c['slow_rounds']:.1f} | "
-                         f"{c['messages_received']:.1f} | {c['bytes_received']:.0f} | "
-                         f"{c['requests_received']:.1f} | {c['work_ns'] / 1e3:.1f} |")
-    return lines
-
-
-def mpi_version():
-    out = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout
-    return out.splitlines()[0] if out else "unknown MPI"
-
-
-def write_doc(results, fusion, costs, nps, load):
-    sweeps = {f"np={n}": results["allreduce_sweep", n] for n in nps}
-    plot_sweep(sweeps, DOCS / "benchmarks-allreduce.png")
-    plot_coordinator_cost(costs, DOCS / "benchmarks-coordinator.png")
-    doc = ["# Benchmarks", "",
-           f"Measured by `python benchmarks/run_all.py` on {os.cpu_count()} cores "
-           f"({platform.machine()}, {mpi_version()}), mpirep at its default configuration, "
-           "ranks started with `mpirun --oversubscribe --bind-to none`. Every time is the median "
-           "over repeats of the slowest rank's time between barriers; every ratio compares with "
-           "a baseline measured in the same run (ratio < 1: mpirep is faster). Bus bandwidth is "
-           "bytes/time * 2(n-1)/n. Where ranks outnumber cores (np=4 on a 2-core machine) the "
-           "figures measure oversubscribed scheduling as much as communication. The 1-minute load "
-           f"average was {load[0]:.1f} when the run began and {load[1]:.1f} when it ended (it "
-           "counts the benchmarks' own ranks, up to 32 of them at the end); any other work on the "
-           "machine shows up in every figure, baselines included. The same targets across several "
-           "quiet runs, and how the machine's two states move them: \"Issue 12 across quiet runs\" "
-           "below.", ""]
-    if 2 in nps:
-        doc += ["## Against the targets (np=2)", "", *targets_table(results, 2), ""]
-    doc += ["## Allreduce sweep (float32, Sum)", "",
-            "mpirep.allreduce against mpi4py `comm.Allreduce` on the same buffer. mpirep returns a "
-            "new array each call, MPI writes into a preallocated one.", "",
-            "![bus bandwidth against size](benchmarks-allreduce.png)", ""]
-    for n in nps:
-        doc += [f"### np={n}", "", *sweep_table(results["allreduce_sweep", n]), ""]
-    doc += ["## ResNet-50 gradient round", "",
-            "The 214 float32 gradients of `tf.keras.applications.ResNet50` (25,583,592 parameters, "
-            "97.6 MiB) issued as async allreduces (Sum) in backprop order, against one "
-            "`MPI_Allreduce` of all the bytes (already packed: a lower bound for that approach) and "
-            "against 214 separate `MPI_Allreduce` calls.", "",
-            *resnet_table([results["resnet50_round", n] for n in nps]), "",
-            "The same round at np=2 with other fusion thresholds (`--config fusion_threshold=N`), "
-            "each run with its own baselines:", "",
-            *fusion_table(fusion), "",
-            "## Many small tensors", "",
-            "1,000 async allreduces of 4 KiB submitted together (amortised cost per tensor) against "
-            "1,000 `MPI_Allreduce` calls; and one blocking 4 KiB allreduce at a time.", "",
-            *small_table([results["small_tensors", n] for n in nps]), "",
-            "## What an idle mpirep costs its neighbours", "",
-            "The same 4 KiB `MPI_Allreduce` timed before `mpirep.init()` and after it, while "
-            "mpirep's background thread has nothing to do: a ratio near 1 means that thread "
-            "does not steal the core it shares with the program.", "",
-            *idle_table([results["small_tensors", n] for n in nps]), "",
-            *COST_INTRO, "", *cost_table(costs), ""]
-    (DOCS / "benchmarks.md").write_text("\n".join(doc) + _kept_sections())
-
-
-COST_INTRO = [
-    "## Rank 0's negotiation cost as the job grows", "",
-    "`benchmarks/coordinator_cost.py`: every rank allreduces the same 16 tensors of 16 bytes "
-    "each step; rank 0's counters per step, with the response cache off (`cache_capacity=0`, "
-    "the full path: every tensor through rank 0) and at the default capacity (the fast path). "
-    "CPU us is the background thread's CPU time spent negotiating (thread CPU clock, so "
-    "oversubscription on 2 cores does not inflate it; it excludes the collectives themselves). "
-    "Rounds per step vary with scheduling.", "",
-    "![rank 0 CPU time per step against ranks](benchmarks-coordinator.png)"]
-
-
-# Sections measured by other benchmarks and written by hand; regenerating keeps them.
-# Everything from this line of docs/benchmarks.md on is written by hand (or by other scripts) and kept.
-KEPT_FROM = "<!-- Sections below are not written by run_all.py; it keeps them. -->"
-
-
-def _kept_sections():
-    path = DOCS / "benchmarks.md"
-    old = path.read_text() if path.exists() else ""
-    return "\n" + old[old.index(KEPT_FROM):] if KEPT_FROM in old else ""
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--np", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--quick", action="store_true", help="smaller sweep and fewer repeats")
+    parser.add_argument("--np", type=int, nargs="+", default=[2, 4], help="rank counts of the local benchmarks")
+    parser.add_argument("--smoke", action="store_true", help="every benchmark at tiny settings")
+    parser.add_argument("--out", default=str(DOCS), help="where benchmarks.md and its PNGs go (default docs/)")
+    parser.add_argument("--results", help="the results file (default: OUT/benchmarks-results.json)")
+    parser.add_argument("--render", action="store_true", help="measure nothing: render the results file")
+    parser.add_argument("--hosts", choices=["auto", "yes", "no"], default="auto",
+                        help="the cross-host suite and elastic recovery (auto: when root)")
+    parser.add_argument("--cost-model-measure", action="store_true",
+                        help="take the cost model's measurements again first (needs --hosts)")
     args = parser.parse_args()
-    extra = {"allreduce_sweep": ["--max-bytes", str(4 << 20)] if args.quick else [],
-             "resnet50_round": ["--repeats", "3"] if args.quick else [],
-             "small_tensors": ["--repeats", "3"] if args.quick else []}
-    load_before = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        results = {(name, n): run(name, n, Path(tmp), extra[name]) for n in args.np for name in BENCHMARKS}
-        fusion = {t: run("resnet50_round", 2, Path(tmp), [*extra["resnet50_round"], "--config",
-                                                           f"fusion_threshold={t}"], f"-fusion{t}")
-                  for t in FUSION_THRESHOLDS}
-        costs = [run("coordinator_cost", n, Path(tmp), ["--steps", "10"] if args.quick else [])
-                 for n in COST_NPS]
-    write_doc(results, fusion, costs, args.np, (load_before, os.getloadavg()[0]))
-    print(f"wrote {DOCS / 'benchmarks.md'}")
+    out_dir = Path(args.out)
+    results_file = Path(args.results) if args.results else out_dir / "benchmarks-results.json"
+    if args.render:
+        results = json.loads(results_file.read_text())
+    else:
+        hosts = args.hosts == "yes" or (args.hosts == "auto" and can_start_hosts())
+        if args.cost_model_measure and not hosts:
+            parser.error("--cost-model-measure needs the emulated hosts (root, --hosts)")
+        settings = Settings(args.smoke, args.np)
+        started = utc_now()
+        with tempfile.TemporaryDirectory() as tmp:
+            runner = Runner(tmp)
+            results = measure(settings, runner, hosts, args.cost_model_measure)
+            runner.loads.append(os.getloadavg()[0])
+        results["meta"] = meta(settings, started, runner.loads, utc_now())
+        out_dir.mkdir(parents=True, exist_ok=True)
+        results_file.write_text(json.dumps(results, indent=1))
+    results["cost_model_section"] = cost_model_section(out_dir)
+    print(f"wrote {render(results, out_dir)} and {results_file}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """TF-level allreduce through each bridge against the core's numpy-level allreduce.
 
-    mpirun -np 2 python benchmarks/tf_allreduce_bridges.py
+    mpirun -np 2 python benchmarks/tf_allreduce_bridges.py [--json FILE] [--quick]
 
 For 4 KiB and 64 MiB float32 tensors: mpirep.allreduce on a numpy array, then
 mpirep.tensorflow.allreduce eagerly and inside a tf.function, through the op library (native)
 and through tf.numpy_function (numpy). Each time is the median per call, slowest rank.
 """
 
+import argparse
+import json
 import statistics
 import time
 
@@ -18,7 +20,8 @@ import mpirep
 import mpirep.tensorflow as hvd
 from mpirep.tensorflow import _bridge
 
-SIZES = {"4 KiB": (4 * 1024, 300), "64 MiB": (64 * 1024 * 1024, 6)}
+SIZES = {"4 KiB": (4 * 1024, 300), "64 MiB": (64 * 1024 * 1024, 6)}  # bytes, calls timed
+QUICK_DIVISOR = 10  # --quick times a tenth of the calls (at least 2)
 
 
 def timed(call, iterations):
@@ -33,9 +36,15 @@ def timed(call, iterations):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the results to this file (rank 0)")
+    parser.add_argument("--quick", action="store_true", help="fewer calls per measure")
+    args = parser.parse_args()
     hvd.init()
     rows = []
     for label, (nbytes, iterations) in SIZES.items():
+        if args.quick:
+            iterations = max(2, iterations // QUICK_DIVISOR)
         array = np.full(nbytes // 4, hvd.rank() + 1.0, np.float32)
         tensor = tf.constant(array)
         rows.append((label, "numpy API", timed(lambda: mpirep.allreduce(array, name="np"),
@@ -54,6 +63,10 @@ def main():
         for label, path, seconds in rows:
             base.setdefault(label, seconds)
             print(f"{label:>7}  {path:34}{seconds * 1e3:10.3f}ms  {seconds / base[label]:6.2f}x")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"np": hvd.size(), "rows": [{"size": label, "path": path, "seconds": seconds}
+                                                      for label, path, seconds in rows]}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ rate / (ranks * rate alone).
 """
 
 import argparse
+import json
 import statistics
 import time
 
@@ -65,6 +66,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20, help="steps per timed block")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--cycle-times", default="0,2", help="ms, comma-separated")
+    parser.add_argument("--json", help="write the results to this file (rank 0)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     comm = MPI.COMM_WORLD.Dup()
@@ -122,10 +124,17 @@ def main():
         # median and quartiles: blocks of one round ran back to back, so drift in the host's
         # speed between rounds cancels out.
         print(f"{'method':24}{'img/s per rank':>16}{'ratio to alone':>16}{'quartiles':>16}")
+        results = {}
         for name, rate in rates.items():
             ratios = [a / s for a, s in zip(seconds["alone"], seconds[name])]
             low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
             print(f"{name:24}{rate:16.1f}{statistics.median(ratios):16.3f}{f'{low:.3f}-{high:.3f}':>16}")
+            results[name] = {"images_per_sec_per_rank": rate, "ratio_to_alone": statistics.median(ratios),
+                             "quartiles": [low, high]}
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"np": size, "model": args.model, "batch_size": args.batch_size,
+                           "steps": args.steps, "rounds": args.rounds, "methods": results}, f, indent=1)
 
 
 if __name__ == "__main__":

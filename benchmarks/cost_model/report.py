@@ -1,16 +1,17 @@
-"""Write the "Cost model" section of docs/benchmarks.md from the measurements (fitted
-parameters, the check and what its misses have in common, the projection to 512 ranks,
-Horovod's published figures) and redraw
-docs/benchmarks-cost-model.png. The section is replaced in place; the rest of the file is kept.
+"""The "Cost model" section of docs/benchmarks.md from the measurements (fitted parameters,
+the check and what its misses have in common, the projection to 512 ranks, Horovod's published
+figures), and its figure, docs/benchmarks-cost-model.png. benchmarks/run_all.py puts the
+section into the page it writes.
 
     python benchmarks/cost_model/report.py [--shm FILE] [--hosts FILE] [--copy FILE]
+                                          [--section-out FILE] [--png-dir DIR]
 """
 import argparse
 import dataclasses
+from pathlib import Path
 
 import alpha_beta as ab
 from check import check_lines, conditions, fitted_lines
-from doc_section import replace_section
 from draw import DOCS, PNG, draw
 from fit import add_file_arguments, fit_files
 from misses import floor_table, paragraphs
@@ -174,7 +175,7 @@ def section(measured):
             "python benchmarks/cost_model/check.py        # fitted parameters and the check; exit 1 beyond 25%",
             "python benchmarks/cost_model/scale_table.py  # the projection, --per-host K --fusion-threshold B",
             f"python benchmarks/cost_model/draw.py        # docs/{PNG} alone",
-            "python benchmarks/cost_model/report.py       # this section and the PNG (draw.py and report.py need matplotlib)",
+            "python benchmarks/cost_model/report.py       # this section (to stdout) and the PNG; both need matplotlib",
             "```", ""]
     return "\n".join(out)
 
@@ -182,12 +183,16 @@ def section(measured):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_file_arguments(parser)
+    parser.add_argument("--section-out", help="write the section here (default: standard output)")
+    parser.add_argument("--png-dir", default=str(DOCS), help=f"where {PNG} goes (default: docs/)")
     args = parser.parse_args()
     measured = fit_files(args)
-    path = DOCS / "benchmarks.md"
-    path.write_text(replace_section(path.read_text(), HEADING, section(measured)))
-    draw(measured, DOCS / PNG)
-    print(f"wrote {path} and {DOCS / PNG}")
+    text = section(measured)
+    if args.section_out:
+        Path(args.section_out).write_text(text)
+    else:
+        print(text)
+    draw(measured, Path(args.png_dir) / PNG)
 
 
 if __name__ == "__main__":

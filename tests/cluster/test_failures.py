@@ -1,5 +1,5 @@
 """A rank that raises, exits or is SIGKILLed while the others wait for it in a collective
-ends the whole job, non-zero, within 10 s of its failure, under mpirun, mpirep-run and srun.
+ends the whole job, non-zero, soon after its failure, under mpirun, mpirep-run and srun.
 Survivors name the failed rank and quote its exception; where it could say nothing (SIGKILL)
 the launcher ends the job and names it."""
 import os
@@ -10,7 +10,9 @@ import pytest
 
 from cluster_jobs import HERE, ON_NET, PY, launcher_cmd, finish, start
 
-BOUND_S = 10
+# How soon the job must end after the failure: far above what ending takes on a loaded machine,
+# far below the 120 s limit, which a job whose survivors waited would run into.
+BOUND_S = 30
 JOB = [PY, str(HERE / "one_rank_fails.py")]
 MODES = ["raise", "exit", "exit0", "kill", "kill_in_data"]
 
@@ -62,21 +64,23 @@ def launcher_names_killed(rank):
 
 
 @pytest.mark.parametrize("launcher, mode, np_, failing_rank", CASES)
-def test_job_ends_soon_and_names_the_failed_rank(launcher, mode, np_, failing_rank):
+def test_job_ends_soon_and_names_the_failed_rank(launcher, mode, np_, failing_rank, tmp_path):
     command, env, _ = LAUNCHERS[launcher]
-    proc = start(command(np_) + JOB + [mode, str(failing_rank)], env())
+    proc = start(command(np_) + JOB + [mode, str(failing_rank), str(tmp_path)], env())
     done = finish(proc, 120)
     ended = time.time()
     output = done.stdout + done.stderr
-    failed_at = re.search(r"^FAILING (\d+\.\d+)$", done.stdout, re.M)
-    assert failed_at, f"rank {failing_rank} never reached its failure:\n{output}"
-    took = ended - float(failed_at.group(1))
+    failing = tmp_path / "failing.txt"
+    assert failing.exists(), f"rank {failing_rank} never reached its failure:\n{output}"
+    took = ended - float(failing.read_text())
     print(f"ended {took:.1f} s after the failure")
     assert took < BOUND_S, f"the job ended {took:.1f} s after rank {failing_rank} failed:\n{output}"
     assert done.returncode != 0, output
     if mode.startswith("kill"):
         assert launcher_names_killed(failing_rank).search(output), output
     else:
-        survivors = output.count(survivor_message(mode, failing_rank))
-        assert survivors == np_ - 1, f"{survivors} of {np_ - 1} surviving ranks named rank " \
-                                     f"{failing_rank}:\n{output}"
+        survivors = [r for r in range(np_) if r != failing_rank]
+        records = {r: tmp_path / f"rank{r}.txt" for r in survivors}
+        named = [r for r, path in records.items()
+                 if path.exists() and survivor_message(mode, failing_rank) in path.read_text()]
+        assert named == survivors, f"ranks {named} of {survivors} named rank {failing_rank}:\n{output}"

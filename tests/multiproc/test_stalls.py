@@ -38,7 +38,6 @@ def test_stall_shutdown_cancels_on_every_rank_and_the_next_collective_works(mode
     print(job.output[-3000:])
     assert job.returncode == 0, job.output[-3000:]
     assert job.output.count("the same StallError as every rank, then a correct allreduce") == 3
-    assert job.seconds < 30, f"{job.seconds:.0f} s"
 
 
 @CACHED

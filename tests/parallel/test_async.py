@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import mpirep
+from mpirep._native import core
 from expect import (ALL_DTYPES, BOOL, BOOL_OPS, OPS, assert_reduced, dtype_id, pattern,
                     reduce_expected, reduce_input)
 from ranks import assert_identical_across_ranks, check_comm
@@ -224,8 +225,10 @@ def test_a_thread_waiting_long_lets_another_return():
 
     if rank == 0:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            requests_before = core().negotiation_stats()["requests_sent"]
             late = pool.submit(reduce, "late", 3)
-            time.sleep(0.05)  # the other thread is waiting on "late" by now
+            while core().negotiation_stats()["requests_sent"] == requests_before:
+                time.sleep(0.001)  # until the other thread's "late" has reached the rounds
             early = reduce("early", 2)
             late = late.result()
     else:

@@ -17,7 +17,7 @@ import numpy as np
 
 import mpirep
 from mpirep._core_loader import core
-from ranks import add_to_digest, assert_same_digest_across_ranks
+from ranks import add_to_digest, assert_same_digest_across_ranks, check_comm
 
 SEQUENCES = int(os.environ.get("MPIREP_DIFFERENTIAL_SEQUENCES", "40"))
 SEED = int(os.environ.get("MPIREP_DIFFERENTIAL_SEED", "20261129"))
@@ -135,11 +135,16 @@ def assert_matches(result, expected, what):
 def test_random_sequences_match_numpy():
     n, rank = mpirep.size(), mpirep.rank()
     mismatches, checked, misses = [], 0, []
+    comm = check_comm()
     results = hashlib.sha256()  # a digest, not the arrays: long runs would not fit in memory
     for seq in range(SEQUENCES):
         shared = np.random.default_rng([SEED, seq])
         specs = [draw_op(shared, n) for _ in range(OPS_PER_SEQUENCE)]
         for repeat in range(2):
+            # Ranks start each pass together: a cached tensor that some rank has not submitted a
+            # second after the others goes back through rank 0 (negotiator.cc, kDemoteAfter), and
+            # checking the previous pass can take a loaded rank that long.
+            comm.Barrier()
             cached = core().negotiation_stats()["cached_tensors"]
             plans = [submit_and_expect(spec, seq, i, rank, n, repeat) for i, spec in enumerate(specs)]
             order = np.random.default_rng([SEED, seq, 1000 + rank, repeat]).permutation(len(plans))

@@ -1,6 +1,5 @@
 """Errors: cross-rank mismatches fail on every rank and the next collective works; bad input on
 one rank fails on that rank without a collective."""
-import time
 
 import numpy as np
 import pytest
@@ -8,8 +7,6 @@ import pytest
 import mpirep
 from expect import assert_reduced, reduce_input
 from ranks import check_comm
-
-MISMATCH_SECONDS = 20  # generous for oversubscribed ranks; a stall-based detection takes 60 s
 
 
 def differ(rank, first, rest):
@@ -58,15 +55,12 @@ def test_mismatch_fails_on_every_rank(case):
         pytest.skip("a lone rank cannot disagree with itself")
     call, values = MISMATCHES[case]
     name = f"mismatch.{case}"
-    start = time.monotonic()
-    with pytest.raises(mpirep.MismatchError) as info:
+    with pytest.raises(mpirep.MismatchError) as info:  # a stall would be a StallError, or a hang
         call(rank, name)
-    elapsed = time.monotonic() - start
     message = str(info.value)
     assert name in message
     for value in values:
         assert value in message, f"{value!r} not in {message!r}"
-    assert elapsed < MISMATCH_SECONDS
     assert_next_collective_works(case)
 
 

@@ -1,6 +1,6 @@
 """Gradient reductions that overlap backprop (docs/tensorflow.md, "Overlap"): the graphs
-TensorFlow may rewrite stay in step across ranks, and the core receives a step's gradients in
-backprop order, several at a time, fused."""
+TensorFlow may rewrite stay in step across ranks, and the core receives a step's gradients
+without any of them waiting for another, several at a time, fused."""
 
 import re
 
@@ -16,7 +16,7 @@ JOBS = REPO / "tests" / "tf" / "jobs"
 # A collective that one rank dropped would leave the others waiting: this turns the wait into
 # an error on every rank well inside the job's time limit.
 STALL = {"MPIREP_STALL_SHUTDOWN_TIME_SECONDS": "10"}
-STEPS = 12
+STEPS = 5
 GRADIENT = re.compile(r"^gradients\.(\d+)\.0$")
 MARKER = re.compile(r"^marker\.(\w+)\.(\d+)$")
 
@@ -58,31 +58,31 @@ def steps_from_trace(events):
 
 
 @pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (3, "tf_keras")]))
-def test_gradients_reach_the_core_in_backprop_order_and_fused(tmp_path, ranks, keras):
+def test_gradients_reach_the_core_together_and_fuse(tmp_path, ranks, keras):
+    """Every step, rank 0 submits all its gradients before the other ranks start theirs
+    (backprop_order_job.py), so none can end before all are submitted, unless each waited for
+    the one before it; and the ones held back for the cycle time fuse. Which gradient backprop
+    produces first is the scheduler's choice and is not asserted. The response cache is off so
+    that every gradient's NEGOTIATE phase begins when rank 0 submitted it."""
     trace = tmp_path / "timeline.json"
-    job = mpirun(ranks, [JOBS / "backprop_order_job.py", str(STEPS)], 300,
-                 env={**keras_env(keras), "MPIREP_TIMELINE": str(trace)})
+    env = {**keras_env(keras), "MPIREP_TIMELINE": str(trace), "MPIREP_CACHE_CAPACITY": "0",
+           "MPIREP_CYCLE_TIME": "60000"}
+    job = mpirun(ranks, [JOBS / "backprop_order_job.py", str(STEPS)], 300, env=env)
     assert job.returncode == 0 and "trained" in job.output, job.output[-6000:]
     steps = steps_from_trace(load(trace))
     for loop in ("fit", "loop"):
-        in_order = fused = 0
-        for step in range(2, STEPS):  # the first steps trace and warm up
+        for step in range(1, STEPS):  # the first step traces
             spans = steps[(loop, step)]
-            submitted = {}
-            for tensor, _, ts, _ in spans:
+            submitted, ended = {}, {}
+            for tensor, phase, ts, dur in spans:
                 index = int(GRADIENT.match(tensor).group(1))
-                submitted[index] = min(ts, submitted.get(index, ts))
-            assert sorted(submitted) == list(range(8)), (loop, step, spans)
-            order = sorted(submitted, key=submitted.get)
-            # Gradient 0, the first layer's kernel, is the last that backprop produces; in
-            # program order (the variables' order, each collective waiting for the one before)
-            # it would always come first. TensorFlow's scheduler may still run another
-            # layer's gradient late, so the last layer's kernel (6) need not always precede it.
-            assert order[0] != 0, (loop, step, order)
-            in_order += order.index(6) < order.index(0)
+                if phase == "NEGOTIATE":
+                    submitted[index] = ts
+                ended[index] = max(ts + dur, ended.get(index, ts))
+            assert sorted(submitted) == sorted(ended) == list(range(8)), (loop, step, spans)
+            assert max(submitted.values()) < min(ended.values()), (loop, step, spans)
             batches = {}
             for tensor, phase, ts, dur in spans:
-                batches.setdefault((phase, ts, dur), set()).add(tensor)
-            fused += any(len(tensors) > 1 for tensors in batches.values())
-        assert in_order >= (STEPS - 2) // 2, (loop, in_order)
-        assert fused >= 1, (loop, steps)  # never, when each waits for the one before
+                if phase not in ("NEGOTIATE", "QUEUE"):
+                    batches.setdefault((phase, ts, dur), set()).add(tensor)
+            assert any(len(tensors) > 1 for tensors in batches.values()), (loop, step, spans)

@@ -16,6 +16,9 @@ from mpijob import REPO, assert_passed, build_op_library, job_env, mpirun  # noq
 
 JOBS = REPO / "tests" / "tf" / "jobs"
 TIMEOUT_S = 240
+# How soon a job in which a rank failed must end: far above what ending takes on a loaded
+# machine, far below TIMEOUT_S, which a job whose survivors waited would run into.
+FAILED_JOB_BOUND_S = 30
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -136,13 +139,17 @@ def test_weights_bit_identical_after_1000_steps_at_three_ranks():
 @pytest.mark.parametrize("mode,survivors_read", [
     ("raise", "rank 1 failed: RuntimeError: rank 1 raised in the middle of training"),
     ("exit", "rank 1 shut down (it called shutdown() or its process exited)")], ids=["raise", "exit"])
-def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
-    job = mpirun(3, [JOBS / "rank_fails_in_fit_job.py", mode], 120)
+def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read, tmp_path):
+    """The job ends, non-zero, soon after rank 1 fails, and the survivors' errors name rank 1."""
+    job = mpirun(3, [JOBS / "rank_fails_in_fit_job.py", mode, tmp_path], TIMEOUT_S)
     ended = time.time()
-    failed_at = re.search(r"^FAILING (\d+\.\d+)$", job.output, re.M)
-    assert failed_at and job.returncode != 0, job.output[-6000:]
-    assert ended - float(failed_at.group(1)) < 10, job.output[-6000:]
-    assert job.output.count(survivors_read) == 2, job.output[-6000:]  # both other ranks, as tf errors
+    failing = tmp_path / "failing.txt"
+    assert failing.exists() and job.returncode != 0, job.output[-6000:]
+    assert ended - float(failing.read_text()) < FAILED_JOB_BOUND_S, job.output[-6000:]
+    for survivor in (0, 2):  # as tf errors
+        record = tmp_path / f"rank{survivor}.txt"
+        assert record.exists(), job.output[-6000:]
+        assert record.read_text().startswith("AbortedError: ") and survivors_read in record.read_text()
 
 
 def test_timeline_of_keras_training_started_at_run_time(tmp_path):

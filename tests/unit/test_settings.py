@@ -1,6 +1,6 @@
-"""The settings table (native/core/settings.def) as Python reads it: mpirep.Config, the
-order in which a setting's sources win, and the README's configuration table, which must list
-exactly what the table says."""
+"""The settings table (native/core/settings.def) as Python reads it: mpirep.Config,
+the order in which a setting's sources win, and the table of docs/configuration.md, which must
+list exactly what the settings table says."""
 
 import json
 import re
@@ -11,10 +11,10 @@ import pytest
 from mpirep._settings_table import SETTINGS, SWITCH, negated_flag
 from mpirep.settings import Config
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
-def readme_row(setting):
+def doc_row(setting):
     variables = ", ".join(f"`{v}`" for v in ("MPIREP_" + setting.environment, setting.horovod_variable) if v)
     default = json.dumps(setting.default) if setting.type is str else str(setting.default)
     if setting.flag_unit == SWITCH:
@@ -24,10 +24,11 @@ def readme_row(setting):
     return f"| `{setting.name}` | {variables} | {default} | {flag} | {setting.meaning} |"
 
 
-def test_readme_lists_the_settings_table():
-    rows = [line for line in README.read_text().splitlines() if re.match(r"\| `[a-z_]+` \| `MPIREP_", line)]
-    expected = [readme_row(s) for s in SETTINGS]
-    assert rows == expected, "README.md's configuration rows should read:\n" + "\n".join(expected)
+def test_the_configuration_doc_lists_the_settings_table():
+    rows = [line for line in CONFIGURATION_DOC.read_text().splitlines()
+            if re.match(r"\| `[a-z_]+` \| `MPIREP_", line)]
+    expected = [doc_row(s) for s in SETTINGS]
+    assert rows == expected, "docs/configuration.md's rows should read:\n" + "\n".join(expected)
 
 
 def test_defaults_types_and_text_for_the_core():

@@ -1,10 +1,13 @@
 """Rank 1 fails in the middle of Model.fit, from a callback after its 20th batch, while the
 other ranks are already in the next step's gradient allreduce: argv[1] "raise" raises,
-"exit" calls sys.exit(3). Just before, it prints `FAILING <unix time>`; the driver checks that
-the job ends soon after, and how the survivors' errors name rank 1."""
+"exit" calls sys.exit(3). argv[2] is a folder for what the driver checks, written to files
+rather than printed, since a launcher that ends a failed job may cut its output: just before
+failing, rank 1 writes the time to failing.txt; each other rank writes the error that ended its
+fit to rank<N>.txt and raises it on, uncaught, as a training script would."""
 
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -14,13 +17,14 @@ import mpirep.tensorflow.keras as hvd
 hvd.init()
 keras = tf.keras
 R = hvd.rank()
+MODE, RECORDS = sys.argv[1], Path(sys.argv[2])
 
 
 class FailAfterBatch20(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if R == 1 and batch == 20:
-            print(f"FAILING {time.time():.3f}", flush=True)
-            if sys.argv[1] == "raise":
+            (RECORDS / "failing.txt").write_text(f"{time.time():.3f}")
+            if MODE == "raise":
                 raise RuntimeError("rank 1 raised in the middle of training")
             sys.exit(3)
 
@@ -30,5 +34,10 @@ y = x.sum(axis=1, keepdims=True)
 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
                           keras.layers.Dense(1)])
 model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
-model.fit(x, y, batch_size=16, epochs=2, verbose=0,
-          callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), FailAfterBatch20()])
+try:
+    model.fit(x, y, batch_size=16, epochs=2, verbose=0,
+              callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), FailAfterBatch20()])
+except Exception as error:
+    if R != 1:
+        (RECORDS / f"rank{R}.txt").write_text(f"{type(error).__name__}: {error}")
+    raise
