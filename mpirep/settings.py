@@ -2,7 +2,7 @@
 (``mpirep.config()`` returns the one in force).
 
 The settings, their types, defaults, minimums and meanings are those of the one settings table,
-native/core/settings.def, from which the C++ core is compiled too (README.md lists them). Each
+native/core/settings.def, from which the C++ core is compiled too (docs/configuration.md lists them). Each
 setting comes from, in order of precedence: an argument of ``mpirep.init``, the
 ``MPIREP_<NAME>`` environment variable, Horovod's variable (so job files written for Horovod
 keep working), and the default. ``MPIREP_STALL_CHECK_DISABLE`` or Horovod's

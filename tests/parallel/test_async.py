@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mpirep
-from mpirep._native import core
+from mpirep._core_loader import core
 from expect import (ALL_DTYPES, BOOL, BOOL_OPS, OPS, assert_reduced, dtype_id, pattern,
                     reduce_expected, reduce_input)
 from ranks import assert_identical_across_ranks, check_comm

@@ -27,7 +27,7 @@ import numpy as np
 from mpi4py import MPI
 
 import mpirep
-from mpirep._native import core
+from mpirep._core_loader import core
 
 SMALL = 4
 LARGE_ELEMENTS = 32768  # 256 KiB of float64: small_allreduce_bytes (64 KiB) x 4 ranks, so it runs alone

@@ -23,7 +23,7 @@ from mpi4py import MPI
 import mpirep
 import mpirep.tensorflow as hvd
 from harness import mse_training_step
-from mpirep._native import core
+from mpirep._core_loader import core
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 BATCH = 64
