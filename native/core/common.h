@@ -78,6 +78,7 @@ inline size_t ElementSize(DataType dtype) {
 const char* DataTypeName(DataType dtype);
 const char* ReduceOpName(ReduceOp op);
 const char* CollectiveName(Collective collective);
+const char* StatusName(StatusCode code);
 bool IsFloating(DataType dtype);
 
 using Shape = std::vector<int64_t>;
