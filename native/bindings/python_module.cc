@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -223,6 +224,30 @@ void StartTimeline(const std::string& path, bool mark_cycles) {
   if (status != static_cast<int>(StatusCode::OK)) Raise(status, error);
 }
 
+std::string DumpFlightRecord(const std::string& reason) {
+  char out[4096] = "";
+  int status;
+  {
+    py::gil_scoped_release release;
+    status = Api().dump_flight_record(reason.c_str(), out, sizeof out);
+  }
+  if (status != static_cast<int>(StatusCode::OK)) Raise(status, out);
+  return out;
+}
+
+// The ranks this rank knows to be lost, under the elastic driver (a list; empty until then).
+py::list LostPeers() {
+  std::vector<char> out(16 * 1024);
+  py::list lost;
+  if (Api().peer_loss_report(out.data(), out.size()) != 1) return lost;
+  for (const char* p = out.data(); *p;) {
+    char* end = nullptr;
+    lost.append(std::strtol(p, &end, 10));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return lost;
+}
+
 void StopTimeline() {
   char error[1024] = "";
   int status;
@@ -321,6 +346,7 @@ PYBIND11_MODULE(_core, m) {
 #undef MPIREP_CANONICAL_ENTRY
   m.attr("CANONICAL_ERROR_CODES") = canonical;
   m.attr("API_VERSION") = MPIREP_API_VERSION;
+  m.attr("PEER_LOST_EXIT_STATUS") = kPeerLostExitStatus;
 
   m.def("init", &Start, py::arg("fortran_comm"), py::arg("settings"));
   m.def(
@@ -334,6 +360,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("topology", &Topology);
   m.def("start_timeline", &StartTimeline, py::arg("path"), py::arg("mark_cycles"));
   m.def("stop_timeline", &StopTimeline);
+  m.def("dump_flight_record", &DumpFlightRecord, py::arg("reason"));
+  m.def("lost_peers", &LostPeers);
   m.def("process_set_ranks", &ProcessSetRanks);
   m.def("negotiation_stats", &NegotiationStats);
   m.def("time_negotiation", [](bool on) { Api().time_negotiation(on ? 1 : 0); }, py::arg("on"));

@@ -61,7 +61,8 @@ Liveness::Clock::duration Liveness::Silence(int peer, Clock::time_point now) con
 const std::optional<PeerLoss>& Liveness::Check(Clock::time_point now) {
   if (now < next_service_) return loss_;
   next_service_ = now + kServiceInterval;
-  for (Link& link : links_) Receive(link, now);
+  std::vector<std::pair<int, int>> told;  // (neighbour, lost rank): after this rank's own look
+  for (Link& link : links_) Receive(link, now, &told);
   if (!loss_) {
     std::vector<int> silent;
     for (const Link& link : links_) {
@@ -72,6 +73,7 @@ const std::optional<PeerLoss>& Liveness::Check(Clock::time_point now) {
       for (int lost : silent) TellEveryone(lost);
     }
   }
+  for (const auto& [neighbour, lost] : told) Learn(neighbour, lost, now);
   const bool beat = now >= next_beat_;
   if (beat) {
     next_beat_ = now + beat_interval_;
@@ -83,10 +85,10 @@ const std::optional<PeerLoss>& Liveness::Check(Clock::time_point now) {
   return loss_;
 }
 
-void Liveness::Receive(Link& link, Clock::time_point now) {
+void Liveness::Receive(Link& link, Clock::time_point now, std::vector<std::pair<int, int>>* told) {
   while (transport_.Test(link.receive)) {
     link.heard = now;
-    if (link.in.kind == kLost) Learn(link.peer, link.in.rank, now);
+    if (link.in.kind == kLost) told->emplace_back(link.peer, link.in.rank);
     link.receive = transport_.Irecv(link.peer, &link.in, sizeof link.in);
   }
 }

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "transport.h"
@@ -69,7 +70,7 @@ class Liveness {
     std::vector<int32_t> to_tell;  // lost ranks it has yet to be told of
   };
 
-  void Receive(Link& link, Clock::time_point now);
+  void Receive(Link& link, Clock::time_point now, std::vector<std::pair<int, int>>* told);
   void Send(Link& link, Clock::time_point now);
   void Learn(int told_by, int lost, Clock::time_point now);
   void TellEveryone(int lost);

@@ -67,8 +67,6 @@ constexpr auto kPeerLossGrace = std::chrono::seconds(2);
 constexpr auto kDriverGrace = std::chrono::seconds(20);
 // How long the process may take to end on MPI_Abort before it ends itself.
 constexpr auto kAbortGrace = std::chrono::seconds(10);
-// The exit status of a rank that ends the job for a lost peer (docs/reliability.md).
-constexpr int kPeerLostStatus = 75;
 // Flight records on stalls and mismatches: at most one a second, however many collectives fail.
 constexpr auto kProblemDumpInterval = std::chrono::seconds(1);
 // Horovod's value of the timeline setting that records nothing until start_timeline().
@@ -745,6 +743,13 @@ std::string Runtime::DescribeRanks(const std::vector<int>& ranks) const {
   return out;
 }
 
+// Cut off: none of its neighbours answers, and none of them is on its own host, where a link
+// cannot go down (there they are frozen, and the job can still be ended through MPI).
+bool Runtime::CutOff(const PeerLoss& loss) const {
+  return loss.cut_off && std::none_of(loss.silent.begin(), loss.silent.end(),
+                                      [&](int r) { return hosts_[r] == hosts_[topology_.rank]; });
+}
+
 void Runtime::ReportPeerLoss(const PeerLoss& loss, Clock::time_point now) {
   char timeout[32];
   std::snprintf(timeout, sizeof timeout, "%g", config_.peer_timeout_seconds);
@@ -752,7 +757,7 @@ void Runtime::ReportPeerLoss(const PeerLoss& loss, Clock::time_point now) {
   std::string what;
   if (loss.told_by >= 0) {
     what = DescribeRanks({loss.told_by}) + " reports that " + DescribeRanks(loss.reported) + " stopped answering";
-  } else if (loss.cut_off) {
+  } else if (CutOff(loss)) {
     what = "none of its neighbours (" + DescribeRanks(loss.silent) + ") has answered for " + timeout +
            " s: this rank is cut off from them, or they all stopped";
   } else {
@@ -776,29 +781,29 @@ void Runtime::ReportPeerLoss(const PeerLoss& loss, Clock::time_point now) {
   if (in_flight.size() > 3) waiting += "; and " + std::to_string(in_flight.size() - 3) + " more";
   const std::string record = WriteFlightRecord("peer timeout: " + what, &loss);
   const char* next = config_.elastic_peer_loss ? "Telling the elastic driver"
-                     : loss.cut_off            ? "Ending this rank"
+                     : CutOff(loss)            ? "Ending this rank"
                                                : "Ending the job";
   std::fprintf(stderr, "[mpirep] %s: %s (peer_timeout_seconds=%s). In flight here:%s. Flight record: %s. %s.\n",
                me.c_str(), what.c_str(), timeout, waiting.empty() ? " nothing" : waiting.c_str(), record.c_str(), next);
   std::fflush(stderr);
   if (config_.elastic_peer_loss) {
-    const std::vector<int>& lost = loss.told_by >= 0 ? loss.reported : loss.silent;
-    std::string report = "lost " + DescribeRanks(lost) + " (peer timeout, seen by rank " + std::to_string(topology_.rank) + ")";
+    std::string lost;
+    for (int r : loss.told_by >= 0 ? loss.reported : loss.silent) lost += (lost.empty() ? "" : ",") + std::to_string(r);
     std::lock_guard<std::mutex> lock(published_mutex_);
-    peer_loss_report_ = std::move(report);
+    peer_loss_report_ = std::move(lost);
   }
 }
 
 void Runtime::EndForPeerLoss(const PeerLoss& loss) {
   // A rank cut off from the others cannot reach mpirun's daemons either, nor can one whose
   // elastic driver has not stopped it: it ends itself.
-  if (loss.cut_off || config_.elastic_peer_loss) _exit(kPeerLostStatus);
+  if (CutOff(loss) || config_.elastic_peer_loss) _exit(kPeerLostExitStatus);
   std::thread([] {
     std::this_thread::sleep_for(kAbortGrace);
-    _exit(kPeerLostStatus);
+    _exit(kPeerLostExitStatus);
   }).detach();
-  MPI_Abort(control_, kPeerLostStatus);
-  _exit(kPeerLostStatus);
+  MPI_Abort(control_, kPeerLostExitStatus);
+  _exit(kPeerLostExitStatus);
 }
 
 std::string Runtime::WriteFlightRecord(const std::string& reason, const PeerLoss* loss) {
@@ -814,7 +819,7 @@ std::string Runtime::WriteFlightRecord(const std::string& reason, const PeerLoss
     for (int peer : loss->silent) {
       dump.silent.push_back({peer, std::chrono::duration<double>(liveness_->Silence(peer, now)).count()});
     }
-    dump.cut_off = loss->cut_off;
+    dump.cut_off = CutOff(*loss);
     dump.told_by = loss->told_by;
     dump.reported = loss->reported;
   }

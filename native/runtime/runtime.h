@@ -102,8 +102,8 @@ class Runtime {
   // returns the file's path, or an error that starts with "error: ". Waits for the rounds' pass
   // in progress to end.
   std::string DumpFlightRecord(const std::string& reason);
-  // Thread-safe. With elastic_peer_loss set: once this rank knows of a lost peer, a line for
-  // the elastic driver naming the lost ranks and their hosts ("" until then).
+  // Thread-safe. With elastic_peer_loss set: once this rank knows of lost peers, their ranks,
+  // as "1,3" ("" until then).
   std::string PeerLossReport();
 
  private:
@@ -132,6 +132,7 @@ class Runtime {
   void WatchPeers();
   void ReportPeerLoss(const PeerLoss& loss, Clock::time_point now);
   [[noreturn]] void EndForPeerLoss(const PeerLoss& loss);
+  bool CutOff(const PeerLoss& loss) const;
   std::string DescribeRanks(const std::vector<int>& ranks) const;
   // The rounds' side of DumpFlightRecord; also on a lost peer, a stall, a mismatch or a failure.
   std::string WriteFlightRecord(const std::string& reason, const PeerLoss* loss);

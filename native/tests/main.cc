@@ -16,6 +16,8 @@ void RunResponseCacheTests();
 void RunNegotiatorTests();
 void RunTensorStatesTests();
 void RunProcessSetsTests();
+void RunLivenessTests();
+void RunFlightRecorderTests();
 void RunAutotunerTests();
 void RunAndAllreduceTests();
 void RunTimelineTests();
@@ -31,6 +33,8 @@ int main() {
   RunNegotiatorTests();
   RunTensorStatesTests();
   RunProcessSetsTests();
+  RunLivenessTests();
+  RunFlightRecorderTests();
   RunAutotunerTests();
   RunAndAllreduceTests();
   RunSettingsTests();

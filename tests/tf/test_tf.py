@@ -145,6 +145,21 @@ def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read):
     assert job.output.count(survivors_read) == 2, job.output[-6000:]  # both other ranks, as tf errors
 
 
+def test_a_frozen_rank_inside_fit_ends_the_job(tmp_path):
+    peer_timeout_s = 5
+    job = mpirun(3, [JOBS / "rank_fails_in_fit_job.py", "freeze"], 120,
+                 env={"MPIREP_PEER_TIMEOUT_SECONDS": str(peer_timeout_s),
+                      "MPIREP_FLIGHT_RECORDER_DIR": str(tmp_path)})
+    ended = time.time()
+    failed_at = re.search(r"^FAILING (\d+\.\d+)$", job.output, re.M)
+    assert failed_at and job.returncode != 0 and not job.timed_out, job.output[-6000:]
+    assert ended - float(failed_at.group(1)) < peer_timeout_s + 30, job.output[-6000:]
+    assert re.search(rf"rank [02] on \S+: rank 1 on \S+ has not answered for {peer_timeout_s} s",
+                     job.output), job.output[-6000:]
+    records = sorted(p.name for p in tmp_path.iterdir())
+    assert records == ["rank0.json", "rank2.json"], records
+
+
 def test_timeline_of_keras_training_started_at_run_time(tmp_path):
     path = tmp_path / "keras.json"
     job = mpirun(2, [JOBS / "timeline_job.py", path], TIMEOUT_S)

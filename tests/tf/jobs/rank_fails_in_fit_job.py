@@ -1,8 +1,11 @@
 """Rank 1 fails in the middle of Model.fit, from a callback after its 20th batch, while the
 other ranks are already in the next step's gradient allreduce: argv[1] "raise" raises,
-"exit" calls sys.exit(3). Just before, it prints `FAILING <unix time>`; the driver checks that
-the job ends soon after, and how the survivors' errors name rank 1."""
+"exit" calls sys.exit(3), "freeze" stops the process with SIGSTOP (a process stuck in the
+kernel). Just before, it prints `FAILING <unix time>`; the driver checks that the job ends soon
+after, and how the survivors name rank 1."""
 
+import os
+import signal
 import sys
 import time
 
@@ -22,6 +25,8 @@ class FailAfterBatch20(keras.callbacks.Callback):
             print(f"FAILING {time.time():.3f}", flush=True)
             if sys.argv[1] == "raise":
                 raise RuntimeError("rank 1 raised in the middle of training")
+            if sys.argv[1] == "freeze":
+                os.kill(os.getpid(), signal.SIGSTOP)
             sys.exit(3)
 
 
