@@ -60,11 +60,15 @@ constexpr auto kIdleRoundInterval = std::chrono::microseconds(1000);
 // computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
 // always ends it. MPI_Finalize would otherwise wait for that rank forever.
 constexpr auto kFailedRankGrace = std::chrono::seconds(5);
-// After a rank learns of a lost peer it goes on waiting this long, passing the news on to its
-// neighbours and letting theirs arrive, before it ends the job; under the elastic driver, this
-// long for the driver to stop the generation before it ends itself (cut off from the driver).
+// After a rank learns of a lost peer it goes on waiting, passing the news on to its neighbours,
+// before it ends the job: 2 s where the lost ranks are on its own host (frozen processes: the
+// job can end through MPI_Abort). Where they are on other hosts, that host may be cut off, and
+// then MPI_Abort and exits that make the launcher reach for it would hang the launcher: the
+// rank waits for the launcher to notice the lost host and end the job (mpirep-run sets Open
+// MPI's daemons to notice within peer_timeout_seconds + 5 s), or for the elastic driver to
+// stop the generation, and only then ends itself.
 constexpr auto kPeerLossGrace = std::chrono::seconds(2);
-constexpr auto kDriverGrace = std::chrono::seconds(20);
+constexpr auto kLauncherGrace = std::chrono::seconds(20);
 // How long the process may take to end on MPI_Abort before it ends itself.
 constexpr auto kAbortGrace = std::chrono::seconds(10);
 // Flight records on stalls and mismatches: at most one a second, however many collectives fail.
@@ -723,7 +727,8 @@ void Runtime::WatchPeers() {
     peer_loss_reported_ = true;
     ReportPeerLoss(*loss, now);
   }
-  if (now - loss->at >= (config_.elastic_peer_loss ? kDriverGrace : kPeerLossGrace)) EndForPeerLoss(*loss);
+  const bool wait_for_launcher = config_.elastic_peer_loss || OnOtherHosts(Lost(*loss));
+  if (now - loss->at >= (wait_for_launcher ? kLauncherGrace : kPeerLossGrace)) EndForPeerLoss(*loss);
 }
 
 // "rank 2 on h1", "ranks 2, 3 on h2", "ranks 1 on h1 and 3 on h2"
@@ -743,12 +748,18 @@ std::string Runtime::DescribeRanks(const std::vector<int>& ranks) const {
   return out;
 }
 
+// The ranks lost: those this rank found silent, or was told of.
+const std::vector<int>& Runtime::Lost(const PeerLoss& loss) const {
+  return loss.told_by >= 0 ? loss.reported : loss.silent;
+}
+
+bool Runtime::OnOtherHosts(const std::vector<int>& ranks) const {
+  return std::none_of(ranks.begin(), ranks.end(), [&](int r) { return hosts_[r] == hosts_[topology_.rank]; });
+}
+
 // Cut off: none of its neighbours answers, and none of them is on its own host, where a link
 // cannot go down (there they are frozen, and the job can still be ended through MPI).
-bool Runtime::CutOff(const PeerLoss& loss) const {
-  return loss.cut_off && std::none_of(loss.silent.begin(), loss.silent.end(),
-                                      [&](int r) { return hosts_[r] == hosts_[topology_.rank]; });
-}
+bool Runtime::CutOff(const PeerLoss& loss) const { return loss.cut_off && OnOtherHosts(loss.silent); }
 
 void Runtime::ReportPeerLoss(const PeerLoss& loss, Clock::time_point now) {
   char timeout[32];
@@ -780,24 +791,25 @@ void Runtime::ReportPeerLoss(const PeerLoss& loss, Clock::time_point now) {
   }
   if (in_flight.size() > 3) waiting += "; and " + std::to_string(in_flight.size() - 3) + " more";
   const std::string record = WriteFlightRecord("peer timeout: " + what, &loss);
-  const char* next = config_.elastic_peer_loss ? "Telling the elastic driver"
-                     : CutOff(loss)            ? "Ending this rank"
-                                               : "Ending the job";
+  const char* next = config_.elastic_peer_loss    ? "Telling the elastic driver"
+                     : CutOff(loss)               ? "Ending this rank"
+                     : OnOtherHosts(Lost(loss)) ? "Ending the job (the launcher ends it once it finds the host lost)"
+                                                  : "Ending the job";
   std::fprintf(stderr, "[mpirep] %s: %s (peer_timeout_seconds=%s). In flight here:%s. Flight record: %s. %s.\n",
                me.c_str(), what.c_str(), timeout, waiting.empty() ? " nothing" : waiting.c_str(), record.c_str(), next);
   std::fflush(stderr);
   if (config_.elastic_peer_loss) {
     std::string lost;
-    for (int r : loss.told_by >= 0 ? loss.reported : loss.silent) lost += (lost.empty() ? "" : ",") + std::to_string(r);
+    for (int r : Lost(loss)) lost += (lost.empty() ? "" : ",") + std::to_string(r);
     std::lock_guard<std::mutex> lock(published_mutex_);
     peer_loss_report_ = std::move(lost);
   }
 }
 
 void Runtime::EndForPeerLoss(const PeerLoss& loss) {
-  // A rank cut off from the others cannot reach mpirun's daemons either, nor can one whose
-  // elastic driver has not stopped it: it ends itself.
-  if (CutOff(loss) || config_.elastic_peer_loss) _exit(kPeerLostExitStatus);
+  // Where lost ranks are on other hosts nothing has ended this rank in the grace (kLauncherGrace):
+  // it ends itself.
+  if (config_.elastic_peer_loss || OnOtherHosts(Lost(loss))) _exit(kPeerLostExitStatus);
   std::thread([] {
     std::this_thread::sleep_for(kAbortGrace);
     _exit(kPeerLostExitStatus);

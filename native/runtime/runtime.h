@@ -133,6 +133,8 @@ class Runtime {
   void ReportPeerLoss(const PeerLoss& loss, Clock::time_point now);
   [[noreturn]] void EndForPeerLoss(const PeerLoss& loss);
   bool CutOff(const PeerLoss& loss) const;
+  const std::vector<int>& Lost(const PeerLoss& loss) const;
+  bool OnOtherHosts(const std::vector<int>& ranks) const;
   std::string DescribeRanks(const std::vector<int>& ranks) const;
   // The rounds' side of DumpFlightRecord; also on a lost peer, a stall, a mismatch or a failure.
   std::string WriteFlightRecord(const std::string& reason, const PeerLoss* loss);
