@@ -97,7 +97,7 @@ def test_a_partition_ends_a_plain_job_on_both_sides(tmp_path, h2_link):
 
 
 @pytest.mark.netns
-def test_an_elastic_job_goes_on_after_a_partition(h2_link):
+def test_an_elastic_job_goes_on_after_a_partition(tmp_path, h2_link):
     steps = 400
 
     def on_event(event, job):
@@ -107,8 +107,8 @@ def test_an_elastic_job_goes_on_after_a_partition(h2_link):
     cut = cut_h2_at_step(20)
     job = Job([ON_HOST, "h1"] + launcher_cmd() + ["--min-np", "1", "-H", "h1:1,h2:1"] + ACROSS_HOSTS
               + NUMPY_JOB + ["--steps", str(steps), "--step-seconds", "0.02"],
-              {**ON_NET, "MPIREP_PEER_TIMEOUT_SECONDS": str(PEER_TIMEOUT_S)}, on_event=on_event,
-              timeout=240)
+              {**ON_NET, "MPIREP_PEER_TIMEOUT_SECONDS": str(PEER_TIMEOUT_S),
+               "MPIREP_FLIGHT_RECORDER_DIR": str(tmp_path)}, on_event=on_event, timeout=240)
     assert cut.cut_at and job.returncode == 0, job.output
     assert "generation 0 ended: lost h2" in job.output
     assert "generation 1: 1 ranks on h1:1" in job.output
@@ -122,3 +122,7 @@ def test_an_elastic_job_goes_on_after_a_partition(h2_link):
     for step, n in enumerate(sizes):
         w += np.arange(8.0) * n * (n + 1) / 2 + n * step
     assert job.of("final")[0]["w"] == w.tolist()
+    diagnosis = subprocess.run([sys.executable, "-m", "mpirep.diagnose", str(tmp_path)], cwd=REPO,
+                               capture_output=True, text=True, timeout=60).stdout
+    print(diagnosis)
+    assert "Culprit: the link between h2 and h1" in diagnosis, diagnosis

@@ -1,6 +1,6 @@
 """Peer liveness (docs/reliability.md): a frozen rank ends the job within the peer timeout, named
 by the others, and the flight records they write name it too; a rank that is only busy (a long
-pause in Python) does not."""
+pause in Python) does not. Flight records are also written on a mismatch and on request."""
 import re
 import subprocess
 import sys
@@ -46,3 +46,12 @@ def test_a_long_pause_of_a_healthy_rank_is_not_a_lost_peer(tmp_path):
     assert job.returncode == 0
     assert job.output.count("every result exact") == 3
     assert "has not answered" not in job.output
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_flight_records_on_a_mismatch_and_on_request(ranks, tmp_path):
+    job = mpirun(ranks, ["tests/multiproc/jobs/flight_record_job.py"], 120,
+                 env={"MPIREP_FLIGHT_RECORDER_DIR": str(tmp_path)})
+    assert job.returncode == 0, job.output[-4000:]
+    assert job.output.count("records right") == ranks
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"rank{r}.json" for r in range(ranks)]
