@@ -63,6 +63,10 @@ def main(argv=None, environ=None):
     if args.build_tf_ops and not args.check_build:
         _say("error: --build-tf-ops goes with --check-build")
         return 1
+    if args.diagnose:
+        from mpirep import diagnose
+
+        return diagnose.main([args.diagnose])
     if args.check_build:
         lines, ready = check_build.report(environ, build_tf_ops=args.build_tf_ops, progress=_say)
         print("\n".join(lines))

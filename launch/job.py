@@ -21,6 +21,8 @@ class Job:
     output_dir: str | None = None
     running_as_root: bool = False
     srun_mpi: str = "pmix"
+    spans_hosts: bool = False            # some ranks run on other hosts than this one
+    peer_timeout_seconds: float = 0.0    # the ranks' peer_timeout_seconds (0: off)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
 """mpirun command lines for Open MPI and for the Hydra-based MPIs (MPICH, Intel MPI)."""
+import math
+
 from . import mpi_probe
 from .errors import LaunchError
 from .job import Plan
@@ -39,11 +41,23 @@ def _open_mpi(job, info):
         argv += ["--mca", "btl_tcp_if_include", interfaces, "--mca", "oob_tcp_if_include", interfaces]
     if job.ssh_args:
         argv += ["--mca", "plm_rsh_args", " ".join(job.ssh_args)]
+    if job.spans_hosts and job.peer_timeout_seconds > 0:
+        argv += _daemon_keepalive(job.peer_timeout_seconds)
     if job.output_dir:
         argv += ["--output-filename", job.output_dir]
     for name in sorted(set(job.rank_env) | set(job.forward_names)):
         argv += ["-x", name]
     return Plan(argv + job.mpi_args + job.command, dict(job.rank_env))
+
+
+def _daemon_keepalive(peer_timeout_seconds):
+    """Open MPI's daemons notice a host that stopped answering by TCP keepalive, by default
+    after 8 minutes. Probed every second and given up on a few seconds after the ranks' own
+    peer timeout, mpirun ends the job soon after the ranks have said what they lost
+    (docs/reliability.md), rather than waiting on an unreachable daemon."""
+    interval = math.ceil((peer_timeout_seconds + 5) / 3)
+    return ["--mca", "oob_tcp_keepalive_time", "1", "--mca", "oob_tcp_keepalive_intvl", str(interval),
+            "--mca", "oob_tcp_keepalive_probes", "3"]
 
 
 def _hydra(job, info):

@@ -56,6 +56,9 @@ def build_parser():
     p.add_argument("--build-tf-ops", action="store_true",
                    help="with --check-build: also build the TensorFlow op library into mpirep's "
                         "cache (MPIREP_CACHE_DIR) if it is not built yet")
+    p.add_argument("--diagnose", metavar="DIR",
+                   help="read the flight records the ranks wrote to DIR (flight_recorder_dir) and "
+                        "say which ranks stopped answering or never reached a collective, then exit")
     p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
     p.add_argument("--verbose", action="store_true", help="print the command before running it")
     p.add_argument("command", nargs=argparse.REMAINDER, help="program and arguments every rank runs")

@@ -7,6 +7,8 @@ from .environment import forwardable_names, parse_exports
 from .errors import LaunchError
 from .hosts import is_local, local_core_count, parse_host_list, parse_hostfile, total_slots
 from .job import Job
+from mpirep._settings_table import SETTINGS
+
 from .tuning import tuning_environment
 
 DEFAULT_START_TIMEOUT = 30.0
@@ -92,7 +94,21 @@ def build_job(args, launcher, hosts, environ):
         output_dir=args.output_filename,
         running_as_root=hasattr(os, "geteuid") and os.geteuid() == 0,
         srun_mpi=args.srun_mpi,
+        spans_hosts=bool(remote),
+        peer_timeout_seconds=peer_timeout(rank_env, environ),
     )
+
+
+def peer_timeout(rank_env, environ):
+    """The ranks' peer_timeout_seconds: as set for them here, else as inherited, else the
+    setting's default."""
+    setting = next(s for s in SETTINGS if s.name == "peer_timeout_seconds")
+    variable = "MPIREP_" + setting.environment
+    value = rank_env.get(variable, environ.get(variable))
+    try:
+        return float(value) if value not in (None, "") else setting.default
+    except ValueError:
+        return setting.default
 
 
 def plan_for(job, launcher, environ):

@@ -45,6 +45,7 @@ from mpirep.session import (
     config,
     cross_rank,
     cross_size,
+    dump_flight_record,
     init,
     is_initialized,
     local_rank,

@@ -1,6 +1,7 @@
 """Starting and stopping mpirep, and where this process stands among the others."""
 
 import atexit
+import dataclasses
 import sys
 import warnings
 
@@ -32,6 +33,10 @@ def init(comm=None, **settings):
     from mpi4py import MPI
 
     config = Config.load(**settings)
+    from mpirep.elastic.settings import settings as elastic_settings
+
+    if elastic_settings().launched:  # a lost peer goes to the driver, which restarts the job
+        config = dataclasses.replace(config, elastic_peer_loss=True)
     if isinstance(comm, (list, tuple)):
         ranks = _communicator_of(comm)
         try:
@@ -65,6 +70,15 @@ def shutdown(reason=""):
         return
     core().shutdown(reason)
     _topology = None
+
+
+def dump_flight_record(reason="requested"):
+    """Writes this rank's flight record now: its last collectives, what it has in flight, and
+    on rank 0 what waits for which ranks, to ``<flight_recorder_dir>/rank<N>.json``; returns the
+    file's path. ``python -m mpirep.diagnose DIR`` reads every rank's (docs/reliability.md).
+    Not collective. Waits for the core's pass in progress to end."""
+    _require_init()
+    return core().dump_flight_record(str(reason))
 
 
 def _shutdown_on_uncaught(previous_hook):

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,9 @@ LAUNCH_ENV = {
     "OMPI_MCA_oob_tcp_if_include": "lo",
     "TF_CPP_MIN_LOG_LEVEL": "2",
 }
+# Where the jobs' ranks write flight records (on a mismatch, a stall, a failure), rather than
+# the checkout; a test that reads them gives its job a directory of its own.
+FLIGHT_RECORDS = Path(tempfile.gettempdir()) / f"mpirep-test-flight-records-{os.getpid()}"
 # Variables an MPI process inherits from its launcher; a job started from a process that
 # initialised MPI itself must not see them.
 LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "ORTE_", "OPAL_", "HYDRA_", "MPIR_")
@@ -36,6 +40,7 @@ class JobResult:
     output: str
     seconds: float
     timeout_s: float
+    started_at: float = 0.0  # time.time() when it started
 
     @property
     def timed_out(self):
@@ -47,6 +52,7 @@ def job_env(extra=None, pythonpath=()):
     scripts import this checkout's mpirep even where it is not installed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_PREFIXES)}
     env.update(LAUNCH_ENV)
+    env.setdefault("MPIREP_FLIGHT_RECORDER_DIR", str(FLIGHT_RECORDS))
     env["PYTHONPATH"] = os.pathsep.join(
         str(p) for p in (*pythonpath, REPO, env.get("PYTHONPATH")) if p)
     env.update(extra or {})
@@ -78,6 +84,7 @@ def mpirep_run(ranks, flags, args, timeout_s, env=None):
 
 def _run(command, timeout_s, env, pythonpath):
     command = ["timeout", "-k", "10", str(timeout_s), *command]
+    started_at = time.time()
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=REPO, env=job_env(env, pythonpath),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -87,7 +94,7 @@ def _run(command, timeout_s, env, pythonpath):
     except subprocess.TimeoutExpired:  # timeout(1) itself did not end it: kill the whole group
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-    return JobResult(process.returncode, output, time.monotonic() - start, timeout_s)
+    return JobResult(process.returncode, output, time.monotonic() - start, timeout_s, started_at)
 
 
 def assert_passed(job, ranks):

@@ -1,8 +1,8 @@
 """One generation of an elastic job: its launcher (mpirun or srun) and its ranks' lifelines,
 watched until the launcher exits.
 
-The first sign of a lost rank (a lifeline closing with no goodbye) or of a rank asking for a
-restart makes the driver stop the generation: it tells every rank to exit.  Once every rank's
+The first sign of a lost rank (a lifeline closing with no goodbye, or a rank reporting that its
+core lost peers) or of a rank asking for a restart makes the driver stop the generation: it tells every rank to exit.  Once every rank's
 lifeline has closed, no rank of this generation runs any more (a rank closes it only by
 exiting), so the next generation may start at once: the launcher, which takes seconds to
 notice and wind down (mpirun about 3 s), is ended in the background.
@@ -47,6 +47,13 @@ class Generation:
             del self.connections[rank]
             if record.goodbye is None and not self.stopped:
                 record.quiet = True
+        elif message["kind"] == protocol.LOST:
+            # The data path lost these ranks (peer timeout): their hosts are lost, as if their
+            # lifelines had closed, which across a cut link or from a frozen process they may
+            # never do.
+            for lost in message.get("ranks", []):
+                if isinstance(lost, int) and 0 <= lost < len(self.records) and not self.stopped:
+                    self.records[lost].quiet = True
         elif record.goodbye is None and message["kind"] in (
                 protocol.EXIT, protocol.ERROR, protocol.RESTART, protocol.STOPPED,
                 protocol.SIGNALLED):

@@ -19,7 +19,11 @@ from mpirep.elastic import protocol
 from mpirep.errors import MpirepError
 
 CONNECT_SECONDS = 30.0
-_KEEPALIVE = (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 3))
+# Keepalive probes notice a peer whose host has gone while the connection is idle; the user
+# timeout does while data sent to it waits for an acknowledgement (a hosts update sent to a
+# rank across a cut link), where keepalive never probes and retransmissions go on for minutes.
+_KEEPALIVE = (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 3), ("TCP_USER_TIMEOUT", 11000))
+LOSS_POLL_SECONDS = 0.2
 
 
 def keep_alive(sock):
@@ -66,6 +70,7 @@ class Lifeline:
             protocol.HELLO, token=settings.token, generation=settings.generation, rank=rank,
             size=size, host=socket.gethostname(), pid=os.getpid()))
         threading.Thread(target=self._listen, name="mpirep-elastic-lifeline", daemon=True).start()
+        threading.Thread(target=self._report_lost_peers, name="mpirep-elastic-losses", daemon=True).start()
 
     def goodbye(self, kind, **fields):
         """Tells the driver how this process ends; only the first goodbye counts."""
@@ -77,6 +82,24 @@ class Lifeline:
                 self._sock.sendall(protocol.encode(kind, **fields))
             except OSError:
                 pass
+
+    def _report_lost_peers(self):
+        """Tells the driver once this rank's core has lost peers (docs/reliability.md), which
+        their own lifelines may never say: a frozen process's kernel keeps its connection up."""
+        from mpirep._native import core
+
+        while True:
+            time.sleep(LOSS_POLL_SECONDS)
+            if not core().is_initialized():
+                continue
+            lost = core().lost_peers()
+            if lost:
+                with self._lock:
+                    try:
+                        self._sock.sendall(protocol.encode(protocol.LOST, ranks=lost))
+                    except OSError:
+                        pass
+                return
 
     def _listen(self):
         for line in self._sock.makefile("rb"):

@@ -23,6 +23,8 @@ RESTART = "restart"      # asks for a new generation; "together": every rank ask
                          # (hosts changed) and leaves by itself
 STOPPED = "stopped"      # obeys the driver's stop
 SIGNALLED = "signal"     # terminated by a signal, usually the launcher tearing the job down
+LOST = "lost"            # not a goodbye: "ranks" stopped answering this rank's core (peer
+                         # timeout); the driver counts their hosts as lost
 
 # driver -> rank
 HOSTS_UPDATED = "hosts_updated"   # with "serial": hosts were added or removed

@@ -168,6 +168,26 @@ int AutotuneFinished() {
   return runtime && runtime->AutotuneFinished() ? 1 : 0;
 }
 
+int DumpFlightRecord(const char* reason, char* out, size_t size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return Report(StatusCode::NOT_INITIALIZED, "mpirep is not initialised", out, size);
+  const std::string written = runtime->DumpFlightRecord(reason);
+  if (written.rfind("error: ", 0) == 0) return Report(StatusCode::INTERNAL, written.substr(7), out, size);
+  if (written.size() >= size) return Report(StatusCode::INTERNAL, "the path does not fit", out, size);
+  std::memcpy(out, written.c_str(), written.size() + 1);
+  return static_cast<int>(StatusCode::OK);
+}
+
+int PeerLossReport(char* out, size_t size) {
+  std::shared_ptr<Runtime> runtime = CurrentRuntime();
+  if (!runtime) return 0;
+  const std::string report = runtime->PeerLossReport();
+  if (report.empty()) return 0;
+  if (report.size() >= size) return -2;
+  std::memcpy(out, report.c_str(), report.size() + 1);
+  return 1;
+}
+
 void* GetOutputBuffer(size_t bytes, size_t* capacity) { return OutputPool().Get(bytes, capacity); }
 
 void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capacity); }
@@ -175,7 +195,8 @@ void PutOutputBuffer(void* data, size_t capacity) { OutputPool().Put(data, capac
 const mpirep_api kApi = {MPIREP_API_VERSION, Start,           Shutdown,        IsInitialized,
                          GetTopology,        ProcessSetRanks, Enqueue,         GetOutputBuffer,
                          PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, StartTimeline,
-                         StopTimeline,       CurrentSetting,  AutotuneFinished, EnqueueAndWait};
+                         StopTimeline,       CurrentSetting,  AutotuneFinished, EnqueueAndWait,
+                         DumpFlightRecord,   PeerLossReport};
 
 }  // namespace
 }  // namespace mpirep

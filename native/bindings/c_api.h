@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 9
+#define MPIREP_API_VERSION 10
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -133,6 +133,14 @@ typedef struct mpirep_api {
   int (*enqueue_and_wait)(const mpirep_op_desc* op, mpirep_allocate_fn allocate, mpirep_done_fn done,
                           void* user, mpirep_finished_fn finished, mpirep_pause_fn pause, void* wait_user,
                           char* error, size_t error_size);
+  /* Writes this rank's flight record now, with `reason` (core/flight_recorder.h); its path goes
+   * to out[0 .. size). Returns a status code: OK, NOT_INITIALIZED, or INTERNAL with why in `out`
+   * (the directory cannot be written, or `size` is too small). */
+  int (*dump_flight_record)(const char* reason, char* out, size_t size);
+  /* Under the elastic driver (setting elastic_peer_loss): once this rank knows of lost peers,
+   * their ranks as "1,3" into out[0 .. size), and returns 1; 0 until then, or when not started;
+   * -2 when `size` is too small. */
+  int (*peer_loss_report)(char* out, size_t size);
 } mpirep_api;
 
 const mpirep_api* mpirep_get_api(void);

@@ -1,4 +1,7 @@
-// Watching the core at work: its timeline, its negotiation's counters, and the settings in force.
+// Watching the core at work: its timeline, its negotiation's counters, the settings in force,
+// its flight record and the peers it lost.
+#include <cstdlib>
+
 #include "arguments.h"
 #include "c_api.h"
 #include "core/common.h"
@@ -87,6 +90,45 @@ PyObject* CurrentSetting(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyO
 
 PyObject* AutotuneFinished(PyObject*, PyObject*) { return PyBool_FromLong(Api().autotune_finished()); }
 
+// dump_flight_record(reason): writes this rank's flight record; returns the file's path.
+PyObject* DumpFlightRecord(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* a[1];
+  const char* reason;
+  if (!MatchArguments("dump_flight_record", {"reason"}, 1, args, nargs, kwnames, a) ||
+      !ToUtf8("dump_flight_record", "reason", a[0], &reason)) {
+    return nullptr;
+  }
+  char out[4096] = "";
+  int status;
+  Py_BEGIN_ALLOW_THREADS
+  status = Api().dump_flight_record(reason, out, sizeof out);
+  Py_END_ALLOW_THREADS
+  if (status != static_cast<int>(StatusCode::OK)) {
+    SetStatusError(status, out);
+    return nullptr;
+  }
+  return PyUnicode_FromString(out);
+}
+
+// lost_peers(): under the elastic driver, the ranks this rank knows to be lost (empty until then).
+PyObject* LostPeers(PyObject*, PyObject*) {
+  char out[16 * 1024];
+  PyObject* lost = PyList_New(0);
+  if (!lost || Api().peer_loss_report(out, sizeof out) != 1) return lost;
+  for (const char* p = out; *p;) {
+    char* end = nullptr;
+    PyObject* rank = PyLong_FromLong(std::strtol(p, &end, 10));
+    if (!rank || PyList_Append(lost, rank) < 0) {
+      Py_XDECREF(rank);
+      Py_DECREF(lost);
+      return nullptr;
+    }
+    Py_DECREF(rank);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return lost;
+}
+
 }  // namespace
 
 PyMethodDef kInspectionFunctions[] = {
@@ -107,6 +149,12 @@ PyMethodDef kInspectionFunctions[] = {
      "The value in force of a setting, as text; None when not started."},
     {"autotune_finished", AutotuneFinished, METH_NOARGS,
      "autotune_finished($module, /)\n--\n\nWhether autotuning has ended on every rank."},
+    {"dump_flight_record", AsMethod(DumpFlightRecord),
+     METH_FASTCALL | METH_KEYWORDS,
+     "dump_flight_record($module, /, reason)\n--\n\n"
+     "Writes this rank's flight record now (docs/reliability.md); returns the file's path."},
+    {"lost_peers", LostPeers, METH_NOARGS,
+     "lost_peers($module, /)\n--\n\nUnder the elastic driver, the ranks this rank's core has lost."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -66,7 +66,8 @@ bool AddVocabulary(PyObject* module) {
 #undef MPIREP_OP_ENTRY
 #undef MPIREP_COLLECTIVE_ENTRY
 #undef MPIREP_STATUS_ENTRY
-  return added && PyModule_AddIntConstant(module, "API_VERSION", MPIREP_API_VERSION) == 0;
+  return added && PyModule_AddIntConstant(module, "API_VERSION", MPIREP_API_VERSION) == 0 &&
+         PyModule_AddIntConstant(module, "PEER_LOST_EXIT_STATUS", kPeerLostExitStatus) == 0;
 }
 
 }  // namespace mpirep

@@ -37,6 +37,17 @@ const char* CollectiveName(Collective collective) {
   return "unknown";
 }
 
+const char* StatusName(StatusCode code) {
+  switch (code) {
+#define MPIREP_NAME_CASE(name, py, canonical) \
+  case StatusCode::name:                      \
+    return #py;
+    MPIREP_STATUS_CODES(MPIREP_NAME_CASE)
+#undef MPIREP_NAME_CASE
+  }
+  return "unknown";
+}
+
 bool IsFloating(DataType dtype) {
   return dtype == DataType::FLOAT16 || dtype == DataType::BFLOAT16 ||
          dtype == DataType::FLOAT32 || dtype == DataType::FLOAT64;

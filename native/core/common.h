@@ -56,6 +56,9 @@ namespace mpirep {
   X(STALLED, stalled, DEADLINE_EXCEEDED)                    /* waited past the stall shutdown time */ \
   X(NOT_INITIALIZED, not_initialized, FAILED_PRECONDITION)  /* used before init or after shutdown */
 
+// The exit status of a rank that ends the job because a peer stopped answering.
+constexpr int kPeerLostExitStatus = 76;
+
 #define MPIREP_ENUM_ENTRY(name, ...) name,
 enum class DataType : uint8_t { MPIREP_DTYPES(MPIREP_ENUM_ENTRY) };
 enum class ReduceOp : uint8_t { MPIREP_REDUCE_OPS(MPIREP_ENUM_ENTRY) };
@@ -78,6 +81,7 @@ inline size_t ElementSize(DataType dtype) {
 const char* DataTypeName(DataType dtype);
 const char* ReduceOpName(ReduceOp op);
 const char* CollectiveName(Collective collective);
+const char* StatusName(StatusCode code);
 bool IsFloating(DataType dtype);
 
 using Shape = std::vector<int64_t>;

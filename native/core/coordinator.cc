@@ -260,6 +260,19 @@ std::vector<Response> Coordinator::TakeReady() {
   return out;
 }
 
+std::vector<FlightDump::Waiting> Coordinator::Waiting() const {
+  std::vector<FlightDump::Waiting> out;
+  for (const auto& [name, p] : pending_) {
+    FlightDump::Waiting& w = out.emplace_back();
+    w.name = name;
+    w.collective = AnyRequest(p).collective;
+    for (int r : p.members) (p.submitted[r] ? w.submitted_by : w.missing).push_back(r);
+    w.since = p.first_seen;
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
 std::string Coordinator::MissingRanks(const Pending& p) const {
   std::vector<int> have, missing;
   for (int r : p.members) (p.submitted[r] ? have : missing).push_back(r);

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "flight_recorder.h"
 #include "message.h"
 #include "owed_requests.h"
 #include "process_sets.h"
@@ -58,6 +59,8 @@ class Coordinator {
   // A member of a group ran from the response cache, every rank of its set having repeated
   // `own`, rank 0's request: counts it for each of them, as Submit does for a request.
   void CountCachedGroupMember(const Request& own);
+  // The tensors some members have not submitted yet, for the flight record.
+  std::vector<FlightDump::Waiting> Waiting() const;
   bool HasPending() const { return !pending_.empty(); }
   bool HasReady() const { return !ready_.empty(); }
 

@@ -63,6 +63,7 @@ class HierarchicalAllreduce {
       across_.Wait(handle);
     }
     bool Test(Handle handle) override { return across_.Test(handle); }
+    void Abandon(Handle handle) override { across_.Abandon(handle); }
     void Queue(std::function<void()> work) { queue_.push_back(std::move(work)); }
     void RunAll() {
       while (!queue_.empty()) RunNext();

@@ -105,6 +105,11 @@ class Negotiator {
   // from this point of the list on (the cache capacity stays as it is).
   void Reconfigure(const Config& config);
 
+  // Rank 0: the tensors of the full negotiation that some members have not submitted yet (the
+  // other ranks: none).
+  std::vector<FlightDump::Waiting> Waiting() const {
+    return leader_ ? leader_->Waiting() : std::vector<FlightDump::Waiting>{};
+  }
   // Rank 0: stall warnings and cancellations to print, each a line with its severity.
   std::vector<std::string> TakeReports();
   const NegotiationCounts& counts() const { return counts_; }

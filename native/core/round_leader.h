@@ -46,6 +46,7 @@ class RoundLeader {
   ResponseList Decide();
   bool Busy() const;
   void CountCachedGroupMember(const Request& own) { coordinator_.CountCachedGroupMember(own); }
+  std::vector<FlightDump::Waiting> Waiting() const { return coordinator_.Waiting(); }
 
   void Propose(Retune retune) { proposed_ = std::move(retune); }
   void Reconfigure(const Config& config) { config_ = config; }

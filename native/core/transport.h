@@ -29,6 +29,9 @@ class Transport {
   // Whether the operation has completed, without waiting; once it returns true the handle is
   // finished, as after Wait.
   virtual bool Test(Handle handle) = 0;
+  // Gives up on an operation that has not completed, and finishes its handle: a receive is
+  // cancelled; a send completes, or not, on its own (a peer that stopped may never take it).
+  virtual void Abandon(Handle handle) = 0;
 };
 
 }  // namespace mpirep

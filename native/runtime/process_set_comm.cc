@@ -12,7 +12,7 @@ int64_t RankZerosValue(MPI_Comm comm, int64_t value) {
 
 }  // namespace
 
-HostComms::HostComms(MPI_Comm comm) {
+HostComms::HostComms(MPI_Comm comm, const std::function<void()>* while_waiting) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host_);
@@ -26,8 +26,8 @@ HostComms::HostComms(MPI_Comm comm) {
     return;
   }
   MPI_Comm_split(comm, local_rank, rank, &across_);
-  host_transport_ = std::make_unique<MpiTransport>(host_);
-  across_transport_ = std::make_unique<MpiTransport>(across_);
+  host_transport_ = std::make_unique<MpiTransport>(host_, while_waiting);
+  across_transport_ = std::make_unique<MpiTransport>(across_, while_waiting);
 }
 
 HostComms::~HostComms() {
@@ -42,10 +42,10 @@ std::optional<HostTransports> HostComms::transports() const {
   return HostTransports{host_transport_.get(), across_transport_.get()};
 }
 
-ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config)
+ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config, const std::function<void()>* while_waiting)
     : comm_(comm),
-      transport_(comm),
-      hosts_(comm),
+      transport_(comm, while_waiting),
+      hosts_(comm, while_waiting),
       executor_(transport_, config.chunk_bytes, config.small_allreduce_bytes, hosts_.transports(),
                 RankZerosValue(comm, config.hierarchical_allreduce)) {
   if (config.hierarchical_allreduce > 0 && !hosts_.transports() && transport_.rank() == 0) {

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -19,7 +20,8 @@ namespace mpirep {
 // The ranks of a communicator grouped by host. Collective over it.
 class HostComms {
  public:
-  explicit HostComms(MPI_Comm comm);
+  // `while_waiting`: as MpiTransport's.
+  HostComms(MPI_Comm comm, const std::function<void()>* while_waiting);
   ~HostComms();
   HostComms(const HostComms&) = delete;
   HostComms& operator=(const HostComms&) = delete;
@@ -51,8 +53,9 @@ class ProcessSetComm final : public SetChannel {
  public:
   // Collective over `comm`, the set's payload communicator, which it takes over: it is freed
   // with the channel, when the set is removed or the runtime ends. Every rank takes rank 0's
-  // hierarchical_allreduce, so that all choose the same path.
-  ProcessSetComm(MPI_Comm comm, const Config& config);
+  // hierarchical_allreduce, so that all choose the same path. `while_waiting`: called on every
+  // poll of the set's waits (peer liveness); it must outlive the channel.
+  ProcessSetComm(MPI_Comm comm, const Config& config, const std::function<void()>* while_waiting);
 
   Executor& executor() override { return executor_; }
 

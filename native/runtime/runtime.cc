@@ -36,11 +36,13 @@
 
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "core/stand_in.h"
 #include "core/validation.h"
@@ -58,6 +60,19 @@ constexpr auto kIdleRoundInterval = std::chrono::microseconds(1000);
 // computation, a deadlock in user code), and the failed rank aborts the job, so that a failure
 // always ends it. MPI_Finalize would otherwise wait for that rank forever.
 constexpr auto kFailedRankGrace = std::chrono::seconds(5);
+// After a rank learns of a lost peer it goes on waiting, passing the news on to its neighbours,
+// before it ends the job: 2 s where the lost ranks are on its own host (frozen processes: the
+// job can end through MPI_Abort). Where they are on other hosts, that host may be cut off, and
+// then MPI_Abort and exits that make the launcher reach for it would hang the launcher: the
+// rank waits for the launcher to notice the lost host and end the job (mpirep-run sets Open
+// MPI's daemons to notice within peer_timeout_seconds + 5 s), or for the elastic driver to
+// stop the generation, and only then ends itself.
+constexpr auto kPeerLossGrace = std::chrono::seconds(2);
+constexpr auto kLauncherGrace = std::chrono::seconds(20);
+// How long the process may take to end on MPI_Abort before it ends itself.
+constexpr auto kAbortGrace = std::chrono::seconds(10);
+// Flight records on stalls and mismatches: at most one a second, however many collectives fail.
+constexpr auto kProblemDumpInterval = std::chrono::seconds(1);
 // Horovod's value of the timeline setting that records nothing until start_timeline().
 constexpr char kTimelineStartedLater[] = "DYNAMIC";
 // Waiting for other ranks to submit can last as long as their compute does: spin-yield briefly
@@ -92,6 +107,26 @@ class WorkTimer {
   int64_t start_;
 };
 
+std::chrono::steady_clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Every rank's MPI processor name (its host), by rank (collective).
+std::vector<std::string> GatherHostNames(MPI_Comm comm, int size) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::vector<char> all(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < size; ++r) hosts.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+  return hosts;
+}
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // Rank 0's `text`, on every rank of `comm` (collective).
 std::string BroadcastFromCoordinator(MPI_Comm comm, std::string text) {
   int bytes = static_cast<int>(text.size());
@@ -103,7 +138,8 @@ std::string BroadcastFromCoordinator(MPI_Comm comm, std::string text) {
 
 }  // namespace
 
-Runtime::Runtime(MPI_Comm comm, const Config& config) : config_(config), published_config_(config) {
+Runtime::Runtime(MPI_Comm comm, const Config& config)
+    : config_(config), published_config_(config), recorder_(static_cast<size_t>(config.flight_recorder_entries)) {
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_SERIALIZED) {
@@ -138,13 +174,19 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_size(cross, &topology_.cross_size);
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
+  hosts_ = GatherHostNames(control_, topology_.size);
   sets_ = std::make_unique<ProcessSets>(topology_.size);
   MPI_Comm everyone;
   MPI_Comm_dup(data_, &everyone);
-  sets_->Attach(0, std::make_unique<ProcessSetComm>(everyone, config_));
+  sets_->Attach(0, std::make_unique<ProcessSetComm>(everyone, config_, &while_waiting_));
   negotiator_ = std::make_unique<Negotiator>(topology_.rank, topology_.size, config_, *sets_);
   control_transport_ = std::make_unique<MpiTransport>(control_);
   agreement_ = std::make_unique<AndAllreduce>(*control_transport_);
+  if (config_.peer_timeout_seconds > 0 && topology_.size > 1) {
+    MPI_Comm_dup(comm, &liveness_comm_);
+    liveness_transport_ = std::make_unique<MpiTransport>(liveness_comm_);
+    liveness_ = std::make_unique<Liveness>(*liveness_transport_, Seconds(config_.peer_timeout_seconds), Clock::now());
+  }
   std::string timeline_error;
   if (topology_.rank == kCoordinator && !config_.timeline.empty() && config_.timeline != kTimelineStartedLater) {
     timeline_error = timeline_.Start(config_.timeline, config_.timeline_mark_cycles);
@@ -230,6 +272,8 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     Fatal(e);
   }
   std::lock_guard<std::mutex> rounds(rounds_mutex_);  // callers may still look at stopped_
+  liveness_.reset();  // after STOP nobody waits for anybody: stop watching before peers leave
+  liveness_transport_.reset();
   timeline_.Stop();
   for (auto& [name, op] : submitted_) {
     op.state = Advance(op.state, TensorEvent::kAborted);
@@ -240,6 +284,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
   sets_->DropChannels();
   agreement_.reset();
   control_transport_.reset();
+  if (liveness_comm_ != MPI_COMM_NULL) MPI_Comm_free(&liveness_comm_);
   MPI_Comm_free(&control_);
   MPI_Comm_free(&data_);
 }
@@ -412,7 +457,10 @@ bool Runtime::TakeQueued() {
   if (shut_down) {
     shutdown_taken_ = true;
     negotiator_->ShutDown(reason);
-    if (!reason.empty()) abort_at_ = std::chrono::steady_clock::now() + kFailedRankGrace;
+    if (!reason.empty()) {
+      abort_at_ = std::chrono::steady_clock::now() + kFailedRankGrace;
+      WriteFlightRecord("this rank failed: " + reason, nullptr);
+    }
   }
   return any;
 }
@@ -476,7 +524,8 @@ bool Runtime::SlowPhase() {
         Execute(response);
         break;
       case LocalPart::kFail:
-        Deliver(response.names, std::vector<Status>(response.names.size(), Status::Error(response.error_code, response.error)));
+        Deliver(response.names, std::vector<Status>(response.names.size(), Status::Error(response.error_code, response.error)),
+                Clock::now());
         break;
       case LocalPart::kStop:
         stopped_ = true;
@@ -508,7 +557,7 @@ void Runtime::Execute(const Response& response) {
     if (response.collective == Collective::ADD_PROCESS_SET) AttachNewSet(response);
     OperationResult result;
     result.new_process_set = response.new_set_id;
-    Deliver(response.names, {Status::Ok()}, result);
+    Deliver(response.names, {Status::Ok()}, Clock::now(), result);
     return;
   }
   SetChannel* channel = sets_->Channel(response.process_set);
@@ -532,7 +581,7 @@ void Runtime::Execute(const Response& response) {
       channel->executor().Run(response, ops, &result, recording ? &phase_log_ : nullptr);
   if (recording) timeline_.Executed(response, ops, phase_log_);
   if (autotuner_ && response.collective == Collective::ALLREDUCE && response.process_set == 0) Tune(ops, start);
-  Deliver(response.names, statuses, result);
+  Deliver(response.names, statuses, start, result);
 }
 
 void Runtime::Tune(const std::vector<Operation*>& ops, std::chrono::steady_clock::time_point start) {
@@ -585,13 +634,14 @@ void Runtime::AttachNewSet(const Response& response) {
   const bool member = std::find(ranks.begin(), ranks.end(), topology_.rank) != ranks.end();
   MPI_Comm comm;
   MPI_Comm_split(data_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm);
-  if (member) sets_->Attach(id, std::make_unique<ProcessSetComm>(comm, config_));
+  if (member) sets_->Attach(id, std::make_unique<ProcessSetComm>(comm, config_, &while_waiting_));
 }
 
 std::vector<int> Runtime::ProcessSetRanks(int32_t id) { return sets_->Ranks(id); }
 
 void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
-                      const OperationResult& result) {
+                      Clock::time_point started, const OperationResult& result) {
+  const Clock::time_point ended = Clock::now();
   // Taken out of submitted_ as they are, rather than moved: an operation is a few hundred bytes.
   std::vector<std::pair<decltype(submitted_)::node_type, const Status*>> ending;
   ending.reserve(names.size());
@@ -601,6 +651,7 @@ void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<S
     // What ran completes here; what negotiation rejected has ended already (Negotiator::Accept).
     TensorState& state = it->second.state;
     if (state == TensorState::kRunning) state = Advance(state, TensorEvent::kCompleted);
+    recorder_.Record(it->second, started, ended, statuses[i].code, static_cast<int32_t>(names.size()));
     ending.emplace_back(submitted_.extract(it), &statuses[i]);
   }
   {
@@ -609,6 +660,11 @@ void Runtime::Deliver(const std::vector<std::string>& names, const std::vector<S
     for (const auto& [node, status] : ending) in_flight_.erase(node.key());
   }
   for (auto& [node, status] : ending) node.mapped().done(*status, result);
+  const StatusCode code = statuses.empty() ? StatusCode::OK : statuses[0].code;
+  if ((code == StatusCode::STALLED || code == StatusCode::MISMATCH) && ended - last_problem_dump_ >= kProblemDumpInterval) {
+    last_problem_dump_ = ended;
+    WriteFlightRecord(statuses[0].message, nullptr);
+  }
 }
 
 void Runtime::SendControl(int to, int tag, std::string bytes) {
@@ -627,6 +683,7 @@ std::string Runtime::AwaitControl(int from, int tag) {
   Backoff backoff = NegotiationBackoff();
   while (!MessageWaiting(control_, from, tag, &status)) {
     AbortIfFailedLongAgo();
+    WatchPeers();
     const int64_t micros = backoff.NextWaitMicros();
     if (micros > 0) Sleep(Clock::now() + std::chrono::microseconds(micros));
   }
@@ -642,6 +699,7 @@ std::string Runtime::AwaitControl(int from, int tag) {
 void Runtime::Await(const std::function<bool()>& done, Backoff backoff) {
   while (!done()) {
     AbortIfFailedLongAgo();
+    WatchPeers();
     const int64_t micros = backoff.NextWaitMicros();
     if (micros > 0) Sleep(Clock::now() + std::chrono::microseconds(micros));
   }
@@ -651,13 +709,153 @@ void Runtime::ReapSends(bool block) {
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
     int done = 0;
     if (block) {
-      WaitPolitely(&it->request, NegotiationBackoff());
+      WaitPolitely(&it->request, NegotiationBackoff(), &while_waiting_);
       done = 1;
     } else {
       MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
     }
     it = done ? outgoing_.erase(it) : std::next(it);
   }
+}
+
+void Runtime::WatchPeers() {
+  if (!liveness_) return;
+  const Clock::time_point now = Clock::now();
+  const std::optional<PeerLoss>& loss = liveness_->Check(now);
+  if (!loss) return;
+  if (!peer_loss_reported_) {
+    peer_loss_reported_ = true;
+    ReportPeerLoss(*loss, now);
+  }
+  const bool wait_for_launcher = config_.elastic_peer_loss || OnOtherHosts(Lost(*loss));
+  if (now - loss->at >= (wait_for_launcher ? kLauncherGrace : kPeerLossGrace)) EndForPeerLoss(*loss);
+}
+
+// "rank 2 on h1", "ranks 2, 3 on h2", "ranks 1 on h1 and 3 on h2"
+std::string Runtime::DescribeRanks(const std::vector<int>& ranks) const {
+  std::vector<std::pair<std::string, std::vector<int>>> by_host;
+  for (int r : ranks) {
+    auto it = std::find_if(by_host.begin(), by_host.end(), [&](const auto& h) { return h.first == hosts_[r]; });
+    if (it == by_host.end()) it = by_host.insert(by_host.end(), {hosts_[r], {}});
+    it->second.push_back(r);
+  }
+  std::string out = ranks.size() > 1 ? "ranks " : "rank ";
+  for (size_t h = 0; h < by_host.size(); ++h) {
+    if (h) out += h + 1 == by_host.size() ? " and " : ", ";
+    for (size_t i = 0; i < by_host[h].second.size(); ++i) out += (i ? ", " : "") + std::to_string(by_host[h].second[i]);
+    out += " on " + by_host[h].first;
+  }
+  return out;
+}
+
+// The ranks lost: those this rank found silent, or was told of.
+const std::vector<int>& Runtime::Lost(const PeerLoss& loss) const {
+  return loss.told_by >= 0 ? loss.reported : loss.silent;
+}
+
+bool Runtime::OnOtherHosts(const std::vector<int>& ranks) const {
+  return std::none_of(ranks.begin(), ranks.end(), [&](int r) { return hosts_[r] == hosts_[topology_.rank]; });
+}
+
+// Cut off: none of its neighbours answers, and none of them is on its own host, where a link
+// cannot go down (there they are frozen, and the job can still be ended through MPI).
+bool Runtime::CutOff(const PeerLoss& loss) const { return loss.cut_off && OnOtherHosts(loss.silent); }
+
+void Runtime::ReportPeerLoss(const PeerLoss& loss, Clock::time_point now) {
+  char timeout[32];
+  std::snprintf(timeout, sizeof timeout, "%g", config_.peer_timeout_seconds);
+  const std::string me = "rank " + std::to_string(topology_.rank) + " on " + hosts_[topology_.rank];
+  std::string what;
+  if (loss.told_by >= 0) {
+    what = DescribeRanks({loss.told_by}) + " reports that " + DescribeRanks(loss.reported) + " stopped answering";
+  } else if (CutOff(loss)) {
+    what = "none of its neighbours (" + DescribeRanks(loss.silent) + ") has answered for " + timeout +
+           " s: this rank is cut off from them, or they all stopped";
+  } else {
+    what = DescribeRanks(loss.silent) + (loss.silent.size() > 1 ? " have" : " has") + " not answered for " +
+           timeout + " s: frozen, or on a host that is down or cut off from this one";
+  }
+  std::vector<const Operation*> in_flight;
+  for (const auto& [name, op] : submitted_) in_flight.push_back(&op);
+  std::sort(in_flight.begin(), in_flight.end(),
+            [](const Operation* a, const Operation* b) { return a->enqueued_at < b->enqueued_at; });
+  std::string waiting;
+  for (size_t i = 0; i < in_flight.size() && i < 3; ++i) {
+    const Operation& op = *in_flight[i];
+    char line[160];
+    std::snprintf(line, sizeof line, "%s %s '%s' (%s, %lld bytes, %s) for %.1f s", i ? ";" : "",
+                  CollectiveName(op.request.collective), op.request.name.c_str(), DataTypeName(op.request.dtype),
+                  static_cast<long long>(TensorBytes(op.request.dtype, op.request.shape)), StateName(op.state),
+                  std::chrono::duration<double>(now - op.enqueued_at).count());
+    waiting += line;
+  }
+  if (in_flight.size() > 3) waiting += "; and " + std::to_string(in_flight.size() - 3) + " more";
+  const std::string record = WriteFlightRecord("peer timeout: " + what, &loss);
+  const char* next = config_.elastic_peer_loss    ? "Telling the elastic driver"
+                     : CutOff(loss)               ? "Ending this rank"
+                     : OnOtherHosts(Lost(loss)) ? "Ending the job (the launcher ends it once it finds the host lost)"
+                                                  : "Ending the job";
+  std::fprintf(stderr, "[mpirep] %s: %s (peer_timeout_seconds=%s). In flight here:%s. Flight record: %s. %s.\n",
+               me.c_str(), what.c_str(), timeout, waiting.empty() ? " nothing" : waiting.c_str(), record.c_str(), next);
+  std::fflush(stderr);
+  if (config_.elastic_peer_loss) {
+    std::string lost;
+    for (int r : Lost(loss)) lost += (lost.empty() ? "" : ",") + std::to_string(r);
+    std::lock_guard<std::mutex> lock(published_mutex_);
+    peer_loss_report_ = std::move(lost);
+  }
+}
+
+void Runtime::EndForPeerLoss(const PeerLoss& loss) {
+  // Where lost ranks are on other hosts nothing has ended this rank in the grace (kLauncherGrace):
+  // it ends itself.
+  if (config_.elastic_peer_loss || OnOtherHosts(Lost(loss))) _exit(kPeerLostExitStatus);
+  std::thread([] {
+    std::this_thread::sleep_for(kAbortGrace);
+    _exit(kPeerLostExitStatus);
+  }).detach();
+  MPI_Abort(control_, kPeerLostExitStatus);
+  _exit(kPeerLostExitStatus);
+}
+
+std::string Runtime::WriteFlightRecord(const std::string& reason, const PeerLoss* loss) {
+  const Clock::time_point now = Clock::now();
+  FlightDump dump;
+  dump.rank = topology_.rank;
+  dump.size = topology_.size;
+  dump.hosts = hosts_;
+  dump.pid = getpid();
+  dump.reason = reason;
+  dump.peer_timeout_seconds = config_.peer_timeout_seconds;
+  if (loss) {
+    for (int peer : loss->silent) {
+      dump.silent.push_back({peer, std::chrono::duration<double>(liveness_->Silence(peer, now)).count()});
+    }
+    dump.cut_off = CutOff(*loss);
+    dump.told_by = loss->told_by;
+    dump.reported = loss->reported;
+  }
+  for (const auto& [name, op] : submitted_) {
+    dump.in_flight.push_back({name, op.request.collective, op.request.dtype, TensorBytes(op.request.dtype, op.request.shape),
+                              op.request.process_set, op.state, op.enqueued_at});
+  }
+  dump.waiting = negotiator_->Waiting();
+  dump.recent = recorder_.Entries();
+  const std::string written = WriteFlightDump(config_.flight_recorder_dir, topology_.rank, FlightDumpJson(dump, now, WallSeconds()));
+  if (written.rfind("error: ", 0) == 0) {
+    std::fprintf(stderr, "[mpirep] rank %d: no flight record: %s\n", topology_.rank, written.c_str() + 7);
+  }
+  return written;
+}
+
+std::string Runtime::DumpFlightRecord(const std::string& reason) {
+  std::lock_guard<std::mutex> rounds(rounds_mutex_);
+  return WriteFlightRecord(reason, nullptr);
+}
+
+std::string Runtime::PeerLossReport() {
+  std::lock_guard<std::mutex> lock(published_mutex_);
+  return peer_loss_report_;
 }
 
 }  // namespace mpirep

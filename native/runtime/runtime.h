@@ -26,6 +26,8 @@
 #include "core/autotuner.h"
 #include "core/backoff.h"
 #include "core/executor.h"
+#include "core/flight_recorder.h"
+#include "core/liveness.h"
 #include "core/negotiator.h"
 #include "core/operation.h"
 #include "core/process_sets.h"
@@ -96,6 +98,14 @@ class Runtime {
   Config Settings();
   bool AutotuneFinished();
 
+  // Thread-safe. Writes this rank's flight record (core/flight_recorder.h) now, with `reason`;
+  // returns the file's path, or an error that starts with "error: ". Waits for the rounds' pass
+  // in progress to end.
+  std::string DumpFlightRecord(const std::string& reason);
+  // Thread-safe. With elastic_peer_loss set: once this rank knows of lost peers, their ranks,
+  // as "1,3" ("" until then).
+  std::string PeerLossReport();
+
  private:
   using Clock = std::chrono::steady_clock;
 
@@ -117,12 +127,25 @@ class Runtime {
   bool RunRound();
   bool SlowPhase();
   void AbortIfFailedLongAgo();
+  // Called on every poll of every wait: heartbeats with the neighbours (core/liveness.h), and
+  // what follows a lost peer: a report, the flight record, then the end of the job.
+  void WatchPeers();
+  void ReportPeerLoss(const PeerLoss& loss, Clock::time_point now);
+  [[noreturn]] void EndForPeerLoss(const PeerLoss& loss);
+  bool CutOff(const PeerLoss& loss) const;
+  const std::vector<int>& Lost(const PeerLoss& loss) const;
+  bool OnOtherHosts(const std::vector<int>& ranks) const;
+  std::string DescribeRanks(const std::vector<int>& ranks) const;
+  // The rounds' side of DumpFlightRecord; also on a lost peer, a stall, a mismatch or a failure.
+  std::string WriteFlightRecord(const std::string& reason, const PeerLoss* loss);
   // Runs a collective this rank takes part in, and ends its operations.
   void Execute(const Response& response);
   // Ends the local operations among `names` (those this rank submitted; a joined rank's
-  // stand-ins are not), `statuses[i]` being that of `names[i]`: calls their `done`.
+  // stand-ins are not), `statuses[i]` being that of `names[i]`: records them (the flight
+  // recorder) and calls their `done`. `started`: when their collective began (or when they
+  // failed, if they never ran).
   void Deliver(const std::vector<std::string>& names, const std::vector<Status>& statuses,
-               const OperationResult& result = {});
+               Clock::time_point started, const OperationResult& result = {});
   void SendControl(int to, int tag, std::string bytes);
   std::string AwaitControl(int from, int tag);
   // Polls `done` until it returns true.
@@ -165,11 +188,20 @@ class Runtime {
   NegotiationStats published_;
   Config published_config_;
   bool autotune_finished_ = false;
+  std::string peer_loss_report_;
   std::atomic<bool> timing_{false};
 
   // The rounds' own.
   MPI_Comm control_ = MPI_COMM_NULL;  // negotiation messages
   MPI_Comm data_ = MPI_COMM_NULL;     // collective payloads
+  MPI_Comm liveness_comm_ = MPI_COMM_NULL;  // heartbeats
+  std::unique_ptr<MpiTransport> liveness_transport_;
+  std::unique_ptr<Liveness> liveness_;  // none when peer_timeout_seconds is 0, or at 1 rank
+  const std::function<void()> while_waiting_{[this] { WatchPeers(); }};
+  bool peer_loss_reported_ = false;
+  std::vector<std::string> hosts_;  // by rank: MPI's processor names
+  FlightRecorder recorder_;
+  Clock::time_point last_problem_dump_;  // dumps on stalls and mismatches, at most one a second
   // Membership is thread-safe; the channels are the rounds' own.
   std::unique_ptr<ProcessSets> sets_;
   std::unique_ptr<Negotiator> negotiator_;

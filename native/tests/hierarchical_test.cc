@@ -57,6 +57,7 @@ class CountingTransport : public Transport {
   Handle Irecv(int peer, void* data, size_t bytes) override { return inner_.Irecv(peer, data, bytes); }
   void Wait(Handle handle) override { inner_.Wait(handle); }
   bool Test(Handle handle) override { return inner_.Test(handle); }
+  void Abandon(Handle handle) override { inner_.Abandon(handle); }
 
   int64_t sends = 0;
   int64_t cross_host_bytes = 0;

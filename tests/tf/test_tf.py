@@ -1,5 +1,6 @@
 """mpirep.tensorflow end to end: each test starts one mpirun job that runs many checks."""
 
+import json
 import re
 import subprocess
 import sys
@@ -150,6 +151,24 @@ def test_a_rank_failing_inside_fit_ends_the_job(mode, survivors_read, tmp_path):
         record = tmp_path / f"rank{survivor}.txt"
         assert record.exists(), job.output[-6000:]
         assert record.read_text().startswith("AbortedError: ") and survivors_read in record.read_text()
+
+
+def test_a_frozen_rank_inside_fit_ends_the_job(tmp_path):
+    """Rank 1 stops (SIGSTOP) inside fit: the others end the job within the peer timeout, and
+    their flight records (files, which a launcher ending the job cannot cut) name it."""
+    peer_timeout_s = 5
+    records, flight = tmp_path / "records", tmp_path / "flight"
+    records.mkdir()
+    job = mpirun(3, [JOBS / "rank_fails_in_fit_job.py", "freeze", records], TIMEOUT_S,
+                 env={"MPIREP_PEER_TIMEOUT_SECONDS": str(peer_timeout_s),
+                      "MPIREP_FLIGHT_RECORDER_DIR": str(flight)})
+    ended = time.time()
+    failing = records / "failing.txt"
+    assert failing.exists() and job.returncode != 0 and not job.timed_out, job.output[-6000:]
+    assert ended - float(failing.read_text()) < peer_timeout_s + FAILED_JOB_BOUND_S, job.output[-6000:]
+    assert sorted(p.name for p in flight.iterdir()) == ["rank0.json", "rank2.json"], job.output[-6000:]
+    reasons = [json.loads((flight / f"rank{r}.json").read_text())["reason"] for r in (0, 2)]
+    assert any(re.search(rf"rank 1 on \S+ has not answered for {peer_timeout_s} s", r) for r in reasons), reasons
 
 
 def test_timeline_of_keras_training_started_at_run_time(tmp_path):

@@ -67,6 +67,23 @@ def test_open_mpi_network_ssh_tcp_output_binding_and_extra_args():
     assert argv[-len(CMD) - 3:] == ["--mca", "pml", "ob1"] + CMD   # user's args come last
 
 
+@pytest.mark.parametrize("timeout, interval", [(120.0, "42"), (10.0, "5")])
+def test_open_mpi_across_hosts_gives_up_on_a_silent_host_after_the_peer_timeout(timeout, interval):
+    """Probed every second; three unanswered probes (T + 5 s or more) end mpirun's wait for an
+    unreachable daemon (docs/reliability.md)."""
+    argv = mpirun_argv.build(job(hosts=[Host("h1", 1), Host("h2", 1)], spans_hosts=True,
+                                 peer_timeout_seconds=timeout), OMPI).argv
+    keepalive = ["--mca", "oob_tcp_keepalive_time", "1", "--mca", "oob_tcp_keepalive_intvl", interval,
+                 "--mca", "oob_tcp_keepalive_probes", "3"]
+    assert argv[argv.index("--mca"):argv.index("--mca") + 9] == keepalive
+    assert 3 * int(interval) >= timeout + 5
+
+
+@pytest.mark.parametrize("changes", [dict(), dict(spans_hosts=True, peer_timeout_seconds=0.0)])
+def test_open_mpi_keeps_its_keepalive_on_one_host_or_without_peer_timeout(changes):
+    assert "oob_tcp_keepalive_time" not in mpirun_argv.build(job(**changes), OMPI).argv
+
+
 def test_mpich_uses_hosts_genv_and_hydra_ssh_variable():
     plan = mpirun_argv.build(job(num_proc=6, hosts=[Host("a", 2), Host("b", 2)], slots=None,
                                  rank_env={"MPIREP_TIMELINE": "/t.json"},

@@ -1,10 +1,13 @@
 """Rank 1 fails in the middle of Model.fit, from a callback after its 20th batch, while the
 other ranks are already in the next step's gradient allreduce: argv[1] "raise" raises,
-"exit" calls sys.exit(3). argv[2] is a folder for what the driver checks, written to files
-rather than printed, since a launcher that ends a failed job may cut its output: just before
-failing, rank 1 writes the time to failing.txt; each other rank writes the error that ended its
-fit to rank<N>.txt and raises it on, uncaught, as a training script would."""
+"exit" calls sys.exit(3), "freeze" stops the process with SIGSTOP (a process stuck in the
+kernel). argv[2] is a folder for what the driver checks, written to files rather than printed,
+since a launcher that ends a failed job may cut its output: just before failing, rank 1 writes
+the time to failing.txt; each other rank writes the error that ended its fit to rank<N>.txt and
+raises it on, uncaught, as a training script would."""
 
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -26,6 +29,8 @@ class FailAfterBatch20(keras.callbacks.Callback):
             (RECORDS / "failing.txt").write_text(f"{time.time():.3f}")
             if MODE == "raise":
                 raise RuntimeError("rank 1 raised in the middle of training")
+            if MODE == "freeze":
+                os.kill(os.getpid(), signal.SIGSTOP)
             sys.exit(3)
 
 
