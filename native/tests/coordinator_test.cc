@@ -23,7 +23,7 @@ Request Make(int rank, const std::string& name, Shape shape, Collective c = Coll
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Ready only when every rank submitted; in completion order, not submission order.
-void ReadyOnceEveryRankSubmittedInCompletionOrder() {
+TEST(Coordinator, ReadyOnceEveryRankSubmittedInCompletionOrder) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -42,7 +42,7 @@ void ReadyOnceEveryRankSubmittedInCompletionOrder() {
 }
 
 // A shape mismatch names the tensor and every rank's value, grouped.
-void ShapeMismatchNamesEveryRanksValue() {
+TEST(Coordinator, ShapeMismatchNamesEveryRanksValue) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -59,7 +59,7 @@ void ShapeMismatchNamesEveryRanksValue() {
 // Ranks disagree about a group's size (2 members on rank 0, 3 on rank 1): every member fails
 // on every rank that submits it, the one only rank 1 has included, in either arrival order,
 // and the group's name is free again afterwards.
-void GroupSizesThatDifferFailEveryMember() {
+TEST(Coordinator, GroupSizesThatDifferFailEveryMember) {
   const auto t0 = Coordinator::Clock::now();
   auto member = [](int rank, int index, int size) {
     Request r = Make(rank, "g." + std::to_string(index), {2});
@@ -99,7 +99,7 @@ void GroupSizesThatDifferFailEveryMember() {
 }
 
 // dtype, op, root, scale factors, collective.
-void EveryFieldRanksAgreeOnIsCompared() {
+TEST(Coordinator, EveryFieldRanksAgreeOnIsCompared) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(2);
   Coordinator c(2, sets);
@@ -131,7 +131,7 @@ void EveryFieldRanksAgreeOnIsCompared() {
 }
 
 // Allgather: first dimensions may differ and are reported per rank; the rest must match.
-void AllgatherFirstDimensionsMayDiffer() {
+TEST(Coordinator, AllgatherFirstDimensionsMayDiffer) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(2);
   Coordinator c(2, sets);
@@ -145,7 +145,7 @@ void AllgatherFirstDimensionsMayDiffer() {
 }
 
 // A rank shutting down fails what still waits for it, now and later.
-void ShutdownFailsWhatWaitsForTheRank() {
+TEST(Coordinator, ShutdownFailsWhatWaitsForTheRank) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(2);
   Coordinator c(2, sets);
@@ -163,7 +163,7 @@ void ShutdownFailsWhatWaitsForTheRank() {
 }
 
 // A rank that failed is quoted in the errors of the ranks that waited for it.
-void AFailedRankIsQuotedInTheErrors() {
+TEST(Coordinator, AFailedRankIsQuotedInTheErrors) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -180,7 +180,7 @@ void AFailedRankIsQuotedInTheErrors() {
 
 // Each decision says which rank's submission completed the tensor, and when: the timeline's
 // "last rank", whatever order the ranks came in; a join that completes a tensor counts.
-void DecisionsNameTheLastRankToArrive() {
+TEST(Coordinator, DecisionsNameTheLastRankToArrive) {
   const auto t0 = Coordinator::Clock::now();
   const auto t1 = t0 + std::chrono::milliseconds(1), t2 = t0 + std::chrono::milliseconds(2);
   ProcessSets sets(3);
@@ -200,7 +200,7 @@ void DecisionsNameTheLastRankToArrive() {
 
 // A joined rank counts as having submitted everything until all ranks have joined; join
 // completes last, naming the rank that joined last, and then the next epoch starts fresh.
-void JoinedRanksCountAsSubmitted() {
+TEST(Coordinator, JoinedRanksCountAsSubmitted) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -229,7 +229,7 @@ void JoinedRanksCountAsSubmitted() {
 
 // Process sets: a tensor of a set waits only for its members; removing a set fails what
 // still waits in it.
-void ProcessSetTensorsWaitForMembersOnly() {
+TEST(Coordinator, ProcessSetTensorsWaitForMembersOnly) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -265,7 +265,7 @@ void ProcessSetTensorsWaitForMembersOnly() {
 }
 
 // Stall reports name the waiting tensor and the missing ranks, once per period.
-void StallWarningsNameTheMissingRanksOncePerPeriod() {
+TEST(Coordinator, StallWarningsNameTheMissingRanksOncePerPeriod) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -284,7 +284,7 @@ void StallWarningsNameTheMissingRanksOncePerPeriod() {
 // The stall shutdown cancels what waited too long, for everyone, with one error. Here the
 // ranks had diverged: ranks 0 and 2 waited in 'a' for rank 1, which waited in 'b' for them.
 // Neither side is late for the other's tensor, so the next 'a' and 'b' pair normally.
-void StallShutdownOfDivergedRanks() {
+TEST(Coordinator, StallShutdownOfDivergedRanks) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -317,7 +317,7 @@ void StallShutdownOfDivergedRanks() {
 // A deadlock is cancelled whole: 'b', which waits for ranks 0 and 2 while they wait in 'a' for
 // rank 1, goes with 'a' although it has not waited the stall shutdown time itself. Neither side
 // was late for the other's tensor, so the next of each name pairs normally.
-void DeadlockedTensorsAreCancelledTogether() {
+TEST(Coordinator, DeadlockedTensorsAreCancelledTogether) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -339,7 +339,7 @@ void DeadlockedTensorsAreCancelledTogether() {
   }
 }
 
-void LateRankGetsTheCancelledTensorsErrorAlone() {
+TEST(Coordinator, LateRankGetsTheCancelledTensorsErrorAlone) {
   const auto t0 = Coordinator::Clock::now();
   ProcessSets sets(3);
   Coordinator c(3, sets);
@@ -368,20 +368,3 @@ void LateRankGetsTheCancelledTensorsErrorAlone() {
 }
 
 }  // namespace
-
-void RunCoordinatorTests() {
-  ReadyOnceEveryRankSubmittedInCompletionOrder();
-  ShapeMismatchNamesEveryRanksValue();
-  GroupSizesThatDifferFailEveryMember();
-  EveryFieldRanksAgreeOnIsCompared();
-  AllgatherFirstDimensionsMayDiffer();
-  ShutdownFailsWhatWaitsForTheRank();
-  AFailedRankIsQuotedInTheErrors();
-  DecisionsNameTheLastRankToArrive();
-  JoinedRanksCountAsSubmitted();
-  ProcessSetTensorsWaitForMembersOnly();
-  StallWarningsNameTheMissingRanksOncePerPeriod();
-  StallShutdownOfDivergedRanks();
-  DeadlockedTensorsAreCancelledTogether();
-  LateRankGetsTheCancelledTensorsErrorAlone();
-}

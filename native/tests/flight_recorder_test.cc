@@ -25,7 +25,7 @@ Operation Op(const std::string& name, Shape shape) {
   return op;
 }
 
-void KeepsTheLastEntriesInOrder() {
+TEST(FlightRecorder, KeepsTheLastEntriesInOrder) {
   FlightRecorder recorder(4);
   const auto t = FlightRecorder::Clock::now();
   for (int i = 0; i < 7; ++i) recorder.Record(Op("t" + std::to_string(i), {i + 1}), t, t, StatusCode::OK, 1);
@@ -38,7 +38,7 @@ void KeepsTheLastEntriesInOrder() {
   CHECK(FlightRecorder(0).Entries().empty());
 }
 
-void CutsLongNamesAndEscapesThemInJson() {
+TEST(FlightRecorder, CutsLongNamesAndEscapesThemInJson) {
   FlightRecorder recorder(2);
   const auto t = FlightRecorder::Clock::now();
   recorder.Record(Op(std::string(200, 'x'), {1}), t, t, StatusCode::OK, 1);
@@ -59,7 +59,7 @@ void CutsLongNamesAndEscapesThemInJson() {
   CHECK(Contains(json, "\"silent\":[{\"rank\":0,\"seconds\":2.5}]") && Contains(json, "\"hosts\":[\"h1\",\"h2\"]"), << json);
 }
 
-void WritesIntoADirectoryItCreates() {
+TEST(FlightRecorder, WritesIntoADirectoryItCreates) {
   char base[] = "/tmp/mpirep-flight-test-XXXXXX";
   CHECK(mkdtemp(base) != nullptr);
   const std::string dir = std::string(base) + "/a/b";
@@ -77,9 +77,3 @@ void WritesIntoADirectoryItCreates() {
 }
 
 }  // namespace
-
-void RunFlightRecorderTests() {
-  KeepsTheLastEntriesInOrder();
-  CutsLongNamesAndEscapesThemInJson();
-  WritesIntoADirectoryItCreates();
-}

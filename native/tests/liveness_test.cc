@@ -103,7 +103,7 @@ class Job {
   std::vector<std::unique_ptr<Liveness>> ranks_;
 };
 
-void NeighboursAreRingDistancesOneAndTwo() {
+TEST(Liveness, NeighboursAreRingDistancesOneAndTwo) {
   for (int size : {2, 3, 5, 8}) {
     Job job(size, std::chrono::seconds(1));
     for (int r = 0; r < size; ++r) {
@@ -119,13 +119,13 @@ void NeighboursAreRingDistancesOneAndTwo() {
   }
 }
 
-void RanksThatKeepCheckingNeverLoseEachOther() {
+TEST(Liveness, RanksThatKeepCheckingNeverLoseEachOther) {
   Job job(5, std::chrono::seconds(1));
   job.Run(std::chrono::seconds(5));
   for (int r = 0; r < 5; ++r) CHECK(!job.loss(r), << "rank " << r);
 }
 
-void AFrozenRankIsFoundByItsNeighboursAndReportedToTheOthers() {
+TEST(Liveness, AFrozenRankIsFoundByItsNeighboursAndReportedToTheOthers) {
   Job job(8, std::chrono::seconds(1));
   job.Run(std::chrono::seconds(2));
   job.Freeze(0);
@@ -143,7 +143,7 @@ void AFrozenRankIsFoundByItsNeighboursAndReportedToTheOthers() {
   }
 }
 
-void ACutMakesEachSideLoseTheOther() {
+TEST(Liveness, ACutMakesEachSideLoseTheOther) {
   Job job(4, std::chrono::seconds(1), {0, 0, 1, 1});
   job.Run(std::chrono::seconds(1));
   job.Cut();
@@ -155,7 +155,7 @@ void ACutMakesEachSideLoseTheOther() {
   }
 }
 
-void ARankThatHearsNobodyIsCutOff() {
+TEST(Liveness, ARankThatHearsNobodyIsCutOff) {
   Job job(3, std::chrono::seconds(1), {0, 0, 1});
   job.Run(std::chrono::seconds(1));
   job.Cut();
@@ -166,11 +166,3 @@ void ARankThatHearsNobodyIsCutOff() {
 }
 
 }  // namespace
-
-void RunLivenessTests() {
-  NeighboursAreRingDistancesOneAndTwo();
-  RanksThatKeepCheckingNeverLoseEachOther();
-  AFrozenRankIsFoundByItsNeighboursAndReportedToTheOthers();
-  ACutMakesEachSideLoseTheOther();
-  ARankThatHearsNobodyIsCutOff();
-}

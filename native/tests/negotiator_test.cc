@@ -64,7 +64,7 @@ Config WithCache(int64_t capacity) {
   return config;
 }
 
-void RepeatsRunFromTheCache() {
+TEST(Negotiator, RepeatsRunFromTheCache) {
   SimulatedJob job(3, WithCache(16));
   Step(job, {"a", "b", "c"});
   CHECK(NothingOutstanding(job) && SameOnEveryRank(job));
@@ -84,7 +84,7 @@ void RepeatsRunFromTheCache() {
 
 // With a long cycle time rank 0 holds cached tensors back while some rank has not submitted them
 // all, and lets them run together, in one round, as soon as every rank has.
-void HeldHitsRunOnceEveryRankHasThem() {
+TEST(Negotiator, HeldHitsRunOnceEveryRankHasThem) {
   Config config = WithCache(16);
   config.cycle_time_ms = 60000;
   SimulatedJob job(3, config);
@@ -106,7 +106,7 @@ void HeldHitsRunOnceEveryRankHasThem() {
   }
 }
 
-void ChangedRequestIsAMismatchOnEveryRank() {
+TEST(Negotiator, ChangedRequestIsAMismatchOnEveryRank) {
   SimulatedJob job(3, WithCache(16));
   Step(job, {"a", "b"});
   Step(job, {"a", "b"});
@@ -147,7 +147,7 @@ void ChangedRequestIsAMismatchOnEveryRank() {
   CHECK(NothingOutstanding(job) && SameOnEveryRank(job));
 }
 
-void StalledCachedTensorIsReportedAndCancelled() {
+TEST(Negotiator, StalledCachedTensorIsReportedAndCancelled) {
   Config config = WithCache(16);
   config.stall_check_time_seconds = 2;
   config.stall_shutdown_time_seconds = 4;
@@ -183,7 +183,7 @@ void StalledCachedTensorIsReportedAndCancelled() {
   CHECK(job.ran(1).back().cached && job.ran(0).back().cached);
 }
 
-void ProcessSetsRunFromTheCacheWithoutOtherRanks() {
+TEST(Negotiator, ProcessSetsRunFromTheCacheWithoutOtherRanks) {
   SimulatedJob job(3, WithCache(16));
   for (int r = 0; r < 3; ++r) {
     Request add = SimulatedJob::Make(r, "add", {});
@@ -229,7 +229,7 @@ void ProcessSetsRunFromTheCacheWithoutOtherRanks() {
   CHECK(job.rank(2).cache().Find("s") < 0);
 }
 
-void JoinDuringCachedSteadyState() {
+TEST(Negotiator, JoinDuringCachedSteadyState) {
   SimulatedJob job(3, WithCache(16));
   Step(job, {"a"});
   Step(job, {"a"});
@@ -253,7 +253,7 @@ void JoinDuringCachedSteadyState() {
   for (int r = 0; r < 3; ++r) CHECK(job.ran(r).back().cached);
 }
 
-void EvictionAtTinyCapacity() {
+TEST(Negotiator, EvictionAtTinyCapacity) {
   SimulatedJob job(4, WithCache(2));
   for (int step = 0; step < 4; ++step) Step(job, {"a", "b", "c"});
   CHECK(NothingOutstanding(job) && SameOnEveryRank(job));
@@ -261,7 +261,7 @@ void EvictionAtTinyCapacity() {
   CHECK(job.rank(0).counts().cached_tensors > 0);
 }
 
-void ShutdownWhileHitsWait() {
+TEST(Negotiator, ShutdownWhileHitsWait) {
   SimulatedJob job(3, WithCache(16));
   Step(job, {"a"});
   job.Submit(0, SimulatedJob::Make(0, "a"));
@@ -277,7 +277,7 @@ void ShutdownWhileHitsWait() {
   for (int r = 0; r < 3; ++r) CHECK(job.ran(r).back().kind == Response::Kind::STOP);
 }
 
-void CacheOff() {
+TEST(Negotiator, CacheOff) {
   SimulatedJob job(2, WithCache(0));
   for (int step = 0; step < 3; ++step) Step(job, {"a", "b"});
   CHECK(NothingOutstanding(job) && SameOnEveryRank(job));
@@ -286,7 +286,7 @@ void CacheOff() {
 
 // Random submission orders and timing, changed requests now and then, small caches: every
 // tensor runs or fails once per step, in one order everywhere.
-void Randomized() {
+TEST(Negotiator, Randomized) {
   for (unsigned seed = 1; seed <= 40; ++seed) {
     std::mt19937 random(seed);
     const int size = 1 + static_cast<int>(random() % 4);
@@ -323,16 +323,3 @@ void Randomized() {
 }
 
 }  // namespace
-
-void RunNegotiatorTests() {
-  RepeatsRunFromTheCache();
-  HeldHitsRunOnceEveryRankHasThem();
-  ChangedRequestIsAMismatchOnEveryRank();
-  StalledCachedTensorIsReportedAndCancelled();
-  ProcessSetsRunFromTheCacheWithoutOtherRanks();
-  JoinDuringCachedSteadyState();
-  EvictionAtTinyCapacity();
-  ShutdownWhileHitsWait();
-  CacheOff();
-  Randomized();
-}

@@ -32,7 +32,7 @@ Request Make(const std::string& name, int32_t set) {
   return r;
 }
 
-void MembershipAndValidation() {
+TEST(ProcessSets, MembershipAndValidation) {
   ProcessSets sets(4);
   CHECK(sets.Ranks(0) == (std::vector<int>{0, 1, 2, 3}));
   CHECK(sets.Ranks(1).empty() && sets.Find(1) == nullptr);
@@ -47,7 +47,7 @@ void MembershipAndValidation() {
   CHECK(sets.Ranks(1).empty() && !sets.Validate(Make("x", 1), 3).ok());
 }
 
-void ChannelsLiveAsLongAsTheirSet() {
+TEST(ProcessSets, ChannelsLiveAsLongAsTheirSet) {
   InProcessWorld world(1);
   InProcessTransport transport(world, 0);
   int alive = 0;
@@ -66,8 +66,3 @@ void ChannelsLiveAsLongAsTheirSet() {
 }
 
 }  // namespace
-
-void RunProcessSetsTests() {
-  MembershipAndValidation();
-  ChannelsLiveAsLongAsTheirSet();
-}

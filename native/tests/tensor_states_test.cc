@@ -22,7 +22,7 @@ bool Refused(State from, Event event) {
   return false;
 }
 
-void TensorTransitionsFollowTheTable() {
+TEST(TensorStates, TensorTransitionsFollowTheTable) {
   using S = TensorState;
   using E = TensorEvent;
   CHECK(Advance(S::kSubmitted, E::kCachedRepeat) == S::kHit);
@@ -46,7 +46,7 @@ void TensorTransitionsFollowTheTable() {
   CHECK(Refused(S::kEnded, E::kCompleted));
 }
 
-void AgreementTransitionsFollowTheTable() {
+TEST(TensorStates, AgreementTransitionsFollowTheTable) {
   using S = AgreementState;
   using E = AgreementEvent;
   CHECK(Advance(S::kNone, E::kFirstRequest) == S::kWaiting);
@@ -60,7 +60,7 @@ void AgreementTransitionsFollowTheTable() {
 }
 
 // One tensor's states on each rank of a simulated job, rule by rule.
-void TensorsMoveThroughTheStatesTheRulesSay() {
+TEST(TensorStates, TensorsMoveThroughTheStatesTheRulesSay) {
   Config config;
   config.cache_capacity = 8;
   SimulatedJob job(3, config);
@@ -102,9 +102,3 @@ void TensorsMoveThroughTheStatesTheRulesSay() {
 }
 
 }  // namespace
-
-void RunTensorStatesTests() {
-  TensorTransitionsFollowTheTable();
-  AgreementTransitionsFollowTheTable();
-  TensorsMoveThroughTheStatesTheRulesSay();
-}
