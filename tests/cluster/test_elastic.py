@@ -161,12 +161,22 @@ def test_too_few_slots_after_the_elastic_timeout_ends_the_job():
 
 
 @pytest.mark.netns
-def test_a_reset_past_the_reset_limit_ends_the_job():
-    """h2 is lost (reset 1), comes back when its 1 s cooldown ends, and would need reset 2."""
-    kill = kill_host_at("h2", gen=0, epoch=0, batch=3)
-    job = Job(on_h1(["--min-np", "2", "--reset-limit", "1", "--blacklist-cooldown-range", "1", "1",
-                     "-H", "h1:2,h2:2"] + ACROSS_HOSTS + NUMPY_JOB + ["--steps", "200"]),
-              ON_NET, on_event=_numpy_kill(kill))
+def test_a_reset_past_the_reset_limit_ends_the_job(tmp_path):
+    """h2 is lost (reset 1); once generation 1 runs, discovery offers h1 a third slot, which
+    would need reset 2.  Discovery, not a cooldown's clock, makes the second change, so it
+    always comes while generation 1 runs."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("h1:2\nh2:2\n")
+    kill = _numpy_kill(kill_host_at("h2", gen=0, epoch=0, batch=3))
+
+    def lose_h2_then_grow_h1(event, job):
+        kill(event, job)
+        if event["event"] == "step" and event["gen"] == 1 and event["rank"] == 0:
+            hosts.write_text("h1:3\nh2:2\n")
+
+    job = Job(on_h1(["--min-np", "2", "--reset-limit", "1", "--host-discovery-script",
+                     f"cat {hosts}"] + ACROSS_HOSTS + NUMPY_JOB + ["--steps", "200"]),
+              ON_NET, on_event=lose_h2_then_grow_h1)
     assert job.returncode != 0
     assert "generation 0 ended: lost h2" in job.output
     assert "generation 1: 2 ranks on h1:2" in job.output
