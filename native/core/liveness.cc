@@ -46,9 +46,26 @@ Liveness::Liveness(Transport& transport, Clock::duration timeout, Clock::time_po
 
 Liveness::~Liveness() {
   for (Link& link : links_) {
-    transport_.Abandon(link.receive);
+    if (link.receive) transport_.Abandon(*link.receive);
     if (link.send) transport_.Abandon(*link.send);
   }
+}
+
+bool Liveness::Leave() {
+  bool left = true;
+  for (Link& link : links_) {
+    if (!link.said_goodbye && SendDone(link)) {
+      link.out = Message{kGoodbye, -1, sequence_};
+      link.send = transport_.Isend(link.peer, &link.out, sizeof link.out);
+      link.said_goodbye = true;
+    }
+    while (link.receive && transport_.Test(*link.receive)) {
+      link.receive.reset();
+      if (link.in.kind != kGoodbye) link.receive = transport_.Irecv(link.peer, &link.in, sizeof link.in);
+    }
+    left = left && link.said_goodbye && !link.receive && SendDone(link);
+  }
+  return left;
 }
 
 Liveness::Clock::duration Liveness::Silence(int peer, Clock::time_point now) const {
@@ -66,7 +83,7 @@ const std::optional<PeerLoss>& Liveness::Check(Clock::time_point now) {
   if (!loss_) {
     std::vector<int> silent;
     for (const Link& link : links_) {
-      if (now - link.heard >= timeout_) silent.push_back(link.peer);
+      if (link.receive && now - link.heard >= timeout_) silent.push_back(link.peer);
     }
     if (!silent.empty()) {
       loss_ = PeerLoss{silent, silent.size() == links_.size(), -1, {}, now};
@@ -86,18 +103,24 @@ const std::optional<PeerLoss>& Liveness::Check(Clock::time_point now) {
 }
 
 void Liveness::Receive(Link& link, Clock::time_point now, std::vector<std::pair<int, int>>* told) {
-  while (transport_.Test(link.receive)) {
+  while (link.receive && transport_.Test(*link.receive)) {
     link.heard = now;
+    link.receive.reset();
+    if (link.in.kind == kGoodbye) return;  // it left with the job; Leave finishes with it
     if (link.in.kind == kLost) told->emplace_back(link.peer, link.in.rank);
     link.receive = transport_.Irecv(link.peer, &link.in, sizeof link.in);
   }
 }
 
+bool Liveness::SendDone(Link& link) {
+  if (link.send && transport_.Test(*link.send)) link.send.reset();
+  return !link.send;
+}
+
 // One message at a time to each neighbour: a neighbour that does not take them (frozen, cut off)
 // gets no pile of them, only a beat missed now and then.
 void Liveness::Send(Link& link, Clock::time_point) {
-  if (link.send && !transport_.Test(*link.send)) return;
-  link.send.reset();
+  if (link.said_goodbye || !SendDone(link)) return;
   if (!link.to_tell.empty()) {
     link.out = Message{kLost, link.to_tell.back(), sequence_};
     link.to_tell.pop_back();

@@ -11,6 +11,11 @@
 // rank that hears from none of its neighbours concludes that it is the one cut off. A rank that
 // finds a loss tells its neighbours, who pass it on, so that every rank still connected learns
 // of it within moments and can say what it was doing.
+//
+// Leaving is a handshake too: each rank sends every neighbour a last message and reads from each
+// until that neighbour's last one. Messages between two ranks keep their order, so once it has
+// them all no heartbeat is still on its way; one left in flight would be handed by MPI to the
+// next communicator that reuses this one's id (a later init), and could crash it.
 #pragma once
 
 #include <chrono>
@@ -52,9 +57,13 @@ class Liveness {
   const std::vector<int>& neighbours() const { return neighbours_; }
   // How long since `peer`, a neighbour, was last heard from.
   Clock::duration Silence(int peer, Clock::time_point now) const;
+  // One step of leaving (called instead of Check once the job stops): says goodbye to every
+  // neighbour and takes what they still send. True once every neighbour has said goodbye and
+  // this rank's messages have all been taken, so nothing is in flight either way.
+  bool Leave();
 
  private:
-  enum Kind : uint32_t { kBeat = 1, kLost = 2 };
+  enum Kind : uint32_t { kBeat = 1, kLost = 2, kGoodbye = 3 };
   struct Message {
     uint32_t kind;
     int32_t rank;  // kLost: a lost rank
@@ -64,14 +73,16 @@ class Liveness {
     int peer;
     Clock::time_point heard;
     Message in{};
-    Transport::Handle receive = 0;
+    std::optional<Transport::Handle> receive;  // none once the neighbour said goodbye
     std::optional<Transport::Handle> send;  // the one message in flight to it, at most
     Message out{};
     std::vector<int32_t> to_tell;  // lost ranks it has yet to be told of
+    bool said_goodbye = false;     // this rank's goodbye to it is posted
   };
 
   void Receive(Link& link, Clock::time_point now, std::vector<std::pair<int, int>>* told);
   void Send(Link& link, Clock::time_point now);
+  bool SendDone(Link& link);
   void Learn(int told_by, int lost, Clock::time_point now);
   void TellEveryone(int lost);
 

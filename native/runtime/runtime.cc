@@ -34,6 +34,7 @@
 
 #include "runtime.h"
 
+#include <cmath>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +72,9 @@ constexpr auto kPeerLossGrace = std::chrono::seconds(2);
 constexpr auto kLauncherGrace = std::chrono::seconds(20);
 // How long the process may take to end on MPI_Abort before it ends itself.
 constexpr auto kAbortGrace = std::chrono::seconds(10);
+// How long a rank that shuts down waits for its liveness neighbours' goodbyes: they left the
+// rounds loop in the same round, so they are moments away unless one died meanwhile.
+constexpr auto kLeaveGrace = std::chrono::seconds(10);
 // Flight records on stalls and mismatches: at most one a second, however many collectives fail.
 constexpr auto kProblemDumpInterval = std::chrono::seconds(1);
 // Horovod's value of the timeline setting that records nothing until start_timeline().
@@ -204,7 +208,9 @@ void Runtime::CheckSettingsAgree() {
   const std::pair<const char*, int64_t> settings[] = {{"cache_capacity", config_.cache_capacity},
                                                       {"fusion_threshold", config_.fusion_threshold},
                                                       {"small_allreduce_bytes", config_.small_allreduce_bytes},
-                                                      {"chunk_bytes", config_.chunk_bytes}};
+                                                      {"chunk_bytes", config_.chunk_bytes},
+                                                      // the heartbeats' communicator exists only where it is on
+                                                      {"peer_timeout_seconds (in ms)", std::llround(config_.peer_timeout_seconds * 1000)}};
   constexpr int n = sizeof settings / sizeof settings[0];
   int64_t bounds[2 * n];  // each setting's maximum, then minus its minimum
   for (int i = 0; i < n; ++i) {
@@ -272,8 +278,7 @@ void Runtime::ThreadMain(MPI_Comm comm) {
     Fatal(e);
   }
   std::lock_guard<std::mutex> rounds(rounds_mutex_);  // callers may still look at stopped_
-  liveness_.reset();  // after STOP nobody waits for anybody: stop watching before peers leave
-  liveness_transport_.reset();
+  LeaveLiveness();
   timeline_.Stop();
   for (auto& [name, op] : submitted_) {
     op.state = Advance(op.state, TensorEvent::kAborted);
@@ -716,6 +721,18 @@ void Runtime::ReapSends(bool block) {
     }
     it = done ? outgoing_.erase(it) : std::next(it);
   }
+}
+
+// After STOP nobody waits for anybody: stop watching, with nothing left in flight on the
+// heartbeats' communicator when it is freed.
+void Runtime::LeaveLiveness() {
+  if (!liveness_) return;
+  const Clock::time_point give_up_at = Clock::now() + kLeaveGrace;
+  while (!liveness_->Leave() && Clock::now() < give_up_at) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  liveness_.reset();
+  liveness_transport_.reset();
 }
 
 void Runtime::WatchPeers() {

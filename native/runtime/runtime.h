@@ -127,6 +127,7 @@ class Runtime {
   bool RunRound();
   bool SlowPhase();
   void AbortIfFailedLongAgo();
+  void LeaveLiveness();
   // Called on every poll of every wait: heartbeats with the neighbours (core/liveness.h), and
   // what follows a lost peer: a report, the flight record, then the end of the job.
   void WatchPeers();

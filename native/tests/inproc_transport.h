@@ -35,6 +35,14 @@ class InProcessWorld {
     return channels_[from * size_ + to].messages.count(index) > 0;
   }
 
+  // Messages sent and not yet taken, over every pair of ranks.
+  size_t InFlight() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const Channel& c : channels_) n += c.messages.size();
+    return n;
+  }
+
   void Take(int from, int to, uint64_t index, void* data, size_t bytes) {
     Channel& c = channels_[from * size_ + to];
     std::unique_lock<std::mutex> lock(mutex_);

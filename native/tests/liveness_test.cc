@@ -2,7 +2,7 @@
 // that keep checking never lose each other; a rank that stops (frozen) is found by its
 // neighbours after the timeout and reported to the others; a cut between two groups of ranks
 // (a transport that stops delivering) makes each side lose the other, and a rank that hears
-// from nobody knows it is the one cut off.
+// from nobody knows it is the one cut off; ranks that leave together leave no message in flight.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -90,6 +90,7 @@ class Job {
   void Freeze(int r) { frozen_[r] = true; }
   void Cut() { cut_ = true; }
   Liveness& rank(int r) { return *ranks_[r]; }
+  size_t InFlight() { return world_.InFlight(); }
 
   Clock::time_point now = Clock::now();
 
@@ -163,6 +164,28 @@ TEST(Liveness, ARankThatHearsNobodyIsCutOff) {
   const auto& alone = job.loss(2);
   CHECK(alone && alone->cut_off && alone->silent == (std::vector<int>{0, 1}));
   for (int r : {0, 1}) CHECK(job.loss(r) && !job.loss(r)->cut_off && job.loss(r)->silent == std::vector<int>{2});
+}
+
+TEST(Liveness, RanksThatLeaveTogetherLeaveNothingInFlight) {
+  Job job(5, std::chrono::seconds(1));
+  job.Run(milliseconds(700));
+  // Ranks 0 and 1 start leaving while the others still check (and beat) for a while.
+  std::vector<bool> left(5, false);
+  for (int step = 0; step < 200 && std::count(left.begin(), left.end(), true) < 5; ++step) {
+    job.now += milliseconds(20);
+    for (int r = 0; r < 5; ++r) {
+      if (r < 2 || step >= 10) {
+        left[r] = job.rank(r).Leave();
+      } else {
+        job.rank(r).Check(job.now);
+      }
+    }
+  }
+  for (int r = 0; r < 5; ++r) CHECK(left[r], << "rank " << r << " never finished leaving");
+  CHECK(job.InFlight() == 0, << job.InFlight() << " messages still in flight");
+  job.now += std::chrono::seconds(2);  // past the timeout: a neighbour that left is not lost
+  for (int r = 0; r < 5; ++r) CHECK(!job.rank(r).Check(job.now), << "rank " << r << " lost a peer that left");
+  CHECK(job.InFlight() == 0, << "a rank that left sent again");
 }
 
 }  // namespace
