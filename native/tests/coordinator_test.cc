@@ -1,6 +1,7 @@
 // Rank 0's negotiation (coordinator.h): readiness, order, mismatch messages, join, process sets,
 // shutdown, stall reports and the stall shutdown's late ranks.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,15 @@ Request Make(int rank, const std::string& name, Shape shape, Collective c = Coll
   r.shape = std::move(shape);
   r.collective = c;
   return r;
+}
+
+// After a cancellation: the next tensor of each name, submitted by all 3 ranks, runs normally.
+void NextOfEachNamePairs(Coordinator& c, std::initializer_list<const char*> names, Coordinator::Clock::time_point t) {
+  for (const char* name : names) {
+    for (int rank = 0; rank < 3; ++rank) c.Submit(Make(rank, name, {1}), t);
+    const std::vector<Response> ready = c.TakeReady();
+    CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].names[0] == name);
+  }
 }
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -303,11 +313,7 @@ TEST(Coordinator, StallShutdownOfDivergedRanks) {
   for (const Response& r : ready) {
     CHECK(r.kind == Response::Kind::ERROR && r.error_code == StatusCode::STALLED && r.error == error);
   }
-  for (const char* name : {"a", "b"}) {
-    for (int rank = 0; rank < 3; ++rank) c.Submit(Make(rank, name, {1}), t0);
-    ready = c.TakeReady();
-    CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].names[0] == name);
-  }
+  NextOfEachNamePairs(c, {"a", "b"}, t0);
 }
 
 // A rank that waited in nothing was late: it gets the cancelled tensor's error when it
@@ -332,11 +338,7 @@ TEST(Coordinator, DeadlockedTensorsAreCancelledTogether) {
   std::vector<Response> ready = c.TakeReady();
   CHECK(ready.size() == 2 && !c.HasPending());
   for (const Response& r : ready) CHECK(r.kind == Response::Kind::ERROR && r.error == error);
-  for (const char* name : {"a", "b"}) {
-    for (int rank = 0; rank < 3; ++rank) c.Submit(Make(rank, name, {1}), t0);
-    ready = c.TakeReady();
-    CHECK(ready.size() == 1 && ready[0].kind == Response::Kind::EXECUTE && ready[0].names[0] == name);
-  }
+  NextOfEachNamePairs(c, {"a", "b"}, t0);
 }
 
 TEST(Coordinator, LateRankGetsTheCancelledTensorsErrorAlone) {
