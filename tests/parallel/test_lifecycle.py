@@ -101,3 +101,15 @@ def test_shutdown_cancels_a_tensor_other_ranks_never_submit():
     dtype = np.dtype(np.float64)
     result = mpirep.allreduce(reduce_input("Sum", rank, n, (6,), dtype), op=mpirep.Sum)
     assert_reduced(result, "Sum", n, (6,), dtype)
+
+
+def test_ranks_must_agree_on_the_peer_timeout():
+    """The heartbeats' communicator exists only where liveness is on: rank 0 turning it off
+    while the others keep it must fail init everywhere, not leave the ranks' comms unmatched."""
+    n, rank = mpirep.size(), mpirep.rank()
+    if n == 1:
+        pytest.skip("needs a second rank")
+    with pytest.raises(mpirep.InvalidArgumentError, match="peer_timeout_seconds \\(in ms\\) differs "
+                                                          "between ranks \\(from 0 to 30000\\)"):
+        with reinitialized(peer_timeout_seconds=0 if rank == 0 else 30):
+            pass
