@@ -99,7 +99,10 @@ def kill_host_at(host, gen, epoch, batch):
                 and (event["epoch"], event["batch"]) >= (epoch, batch):
             done.append(time.time())
             for pid in pids:
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass   # it exited already; the job's output says why
 
     on_event.pids, on_event.killed_at = pids, done
     return on_event

@@ -148,8 +148,10 @@ def numpy_expected(sizes):
 @pytest.mark.netns
 def test_too_few_slots_after_the_elastic_timeout_ends_the_job():
     kill = kill_host_at("h2", gen=0, epoch=0, batch=3)
+    # 200 steps of 0.1 s: the job cannot end by itself before this test, reading its output
+    # behind on a loaded machine, kills h2's ranks
     job = Job(on_h1(["--min-np", "4", "--elastic-timeout", "3", "-H", "h1:2,h2:2"] + ACROSS_HOSTS
-                    + NUMPY_JOB), ON_NET, on_event=_numpy_kill(kill))
+                    + NUMPY_JOB + ["--steps", "200"]), ON_NET, on_event=_numpy_kill(kill))
     assert job.returncode != 0
     message = ("only 2 slots are usable (h1:2; left out after failing: h2), fewer than "
                "--min-np 4, after waiting 3 s (--elastic-timeout)")
