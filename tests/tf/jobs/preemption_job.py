@@ -209,5 +209,55 @@ def custom_loop_signal_then_resume():
             "ckpt-8.data-00000-of-00001", "ckpt-8.index", "latest.json"]
 
 
-# The custom loop hardly depends on the Keras, so it runs under Keras 3 alone.
-run(hvd, only=lambda check: not (LEGACY and check is custom_loop_signal_then_resume))
+@check
+def replicator_steps_through_the_handler():
+    """The Replicator's run as the handler's step: stopped by a signal to rank 1, resumed."""
+    from mpirep.replicator import Replicator
+
+    replicator = Replicator()
+    x, y = data()
+
+    def replicated(directory, ran, signal_at=None):
+        keras.utils.set_random_seed(5)
+        with replicator.context():
+            model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(1)])
+            optimizer = replicator.wrap_optimizer(keras.optimizers.SGD(0.05))
+        optimizer.build(model.trainable_variables)
+        handler = hvd.PreemptionCheckpointHandler(
+            tf.train.Checkpoint(model=model, optimizer=optimizer), directory)
+
+        @tf.function
+        def step(xb, yb):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(xb) - yb))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+        try:
+            while handler.total_run_calls < 8:
+                i = handler.total_run_calls
+                if i == signal_at:
+                    os.kill(os.getpid(), signal.SIGUSR1)
+                handler.run(replicator.run, step, args=(x[i * BATCH:(i + 1) * BATCH],
+                                                        y[i * BATCH:(i + 1) * BATCH]))
+                ran.append(i)
+        finally:
+            handler.close()
+        return weights(model)
+
+    reference = replicated(SCRATCH / f"repl-plain{R}", [])
+    ran = []
+    try:
+        replicated(SCRATCH / "repl", ran, signal_at=3 if R == 1 else None)
+        raise AssertionError("the Replicator's loop went on after the signal")
+    except SystemExit as stopped:
+        assert stopped.code == EXIT_STATUS, stopped.code
+    resumed = replicated(SCRATCH / "repl", ran)
+    assert ran == [0, 1, 2, 4, 5, 6, 7], ran
+    assert resumed.tobytes() == reference.tobytes()
+    same_on_every_rank(hvd, resumed)
+
+
+# The custom loops hardly depend on the Keras, so they run under Keras 3 alone.
+run(hvd, only=lambda check: not (LEGACY and check in (custom_loop_signal_then_resume,
+                                                      replicator_steps_through_the_handler)))
