@@ -73,8 +73,7 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         if not model.built:
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): the model must be built "
                              "before fit (call it on a batch, or give it an Input)")
-        if getattr(model, "steps_per_execution", 1) not in (1, None) and \
-                int(np.asarray(model.steps_per_execution)) != 1:
+        if int(np.asarray(getattr(model, "steps_per_execution", None) or 1)) != 1:
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): steps_per_execution "
                              "must be 1")
         build_optimizer(model.optimizer, model.trainable_variables)
