@@ -12,9 +12,9 @@ def parse_signals(text):
     for word in (w.strip() for w in text.split(",")):
         if not word:
             continue
+        name = word.upper() if word.upper().startswith("SIG") else "SIG" + word.upper()
         try:
-            number = signal.Signals(int(word)) if word.isdigit() else \
-                signal.Signals[word.upper() if word.upper().startswith("SIG") else "SIG" + word.upper()]
+            number = signal.Signals(int(word)) if word.isdigit() else signal.Signals[name]
         except (KeyError, ValueError):
             raise ValueError(f"mpirep setting preemption_signals: {word!r} is not a signal name "
                              "(expected names such as USR1, TERM, or numbers)") from None
