@@ -77,6 +77,10 @@ from mpirep.tensorflow.process_sets import (
 
 
 def __getattr__(name):
+    if name == "PreemptionCheckpointHandler":
+        from mpirep.tensorflow.preemption import PreemptionCheckpointHandler
+
+        return PreemptionCheckpointHandler
     if name == "elastic":   # hvd.elastic: imported on first use (docs/elastic.md)
         import importlib
 

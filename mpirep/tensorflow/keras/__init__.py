@@ -83,6 +83,10 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
 
 
 def __getattr__(name):
+    if name == "PreemptionCheckpointHandler":
+        from mpirep.tensorflow.preemption import PreemptionCheckpointHandler
+
+        return PreemptionCheckpointHandler
     if name == "elastic":   # hvd.elastic: imported on first use (docs/elastic.md)
         import importlib
 

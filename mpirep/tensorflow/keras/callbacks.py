@@ -11,6 +11,7 @@ import mpirep
 from mpirep.tensorflow._gradients import VariableSet
 from mpirep.tensorflow._trackables import optimizer_variables
 from mpirep.tensorflow.functions import broadcast_variables
+from mpirep.tensorflow.keras.backup import BackupAndRestore  # noqa: F401
 from mpirep.tensorflow.mpi_ops import join
 
 _Callback = tf.keras.callbacks.Callback

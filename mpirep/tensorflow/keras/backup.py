@@ -1,0 +1,177 @@
+"""``BackupAndRestore`` for ``Model.fit`` across ranks: rank 0 backs the training state up, every
+rank restores the same state, and a preemption signal saves and ends the job at a step boundary
+all ranks agree on (docs/preemption.md)."""
+
+import os
+import shutil
+
+import numpy as np
+import tensorflow as tf
+
+import mpirep
+from mpirep.preemption import SignalWatcher, atomic_write, parse_signals, stop_job
+from mpirep.tensorflow._trackables import build_optimizer, tracked_variables
+from mpirep.tensorflow.functions import broadcast_object, broadcast_variables
+
+BACKUP_FILE = "backup.npz"
+
+
+class _ResumeEpoch:
+    """What tf_keras's fit asks, after on_train_begin, for the epoch to start at."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def maybe_load_initial_counters_from_ckpt(self, steps_per_epoch, initial_epoch, mode=None):
+        return self.epoch, 0
+
+
+def _is_tf_keras(model):
+    """tf_keras's fit asks the model's _training_state for the epoch to start at; Keras 3's
+    reads the model's _initial_epoch."""
+    return hasattr(model, "_maybe_load_initial_counters_from_ckpt")
+
+
+def _variable_name(variable):
+    return getattr(variable, "path", None) or variable.name
+
+
+class BackupAndRestore(tf.keras.callbacks.Callback):
+    """Backs up the weights, the optimizer state, the epoch and the batch of ``Model.fit`` to
+    ``backup_dir`` at the end of every epoch (``save_freq="epoch"``) or every ``save_freq``
+    batches, and restores them when ``fit`` starts again with a backup there, resuming at the
+    batch after the one saved, mid-epoch too. Only rank 0 writes, to a temporary file that a
+    rename makes the backup, so a backup is never torn; rank 0 reads it back and broadcasts it,
+    so every rank resumes from the same state. On a signal of the ``preemption_signals``
+    setting it saves at the next step boundary and ends the job (docs/preemption.md). With
+    ``delete_checkpoint`` the backup is removed once ``fit`` completes.
+
+    The model must be built before ``fit``, every run must feed ``fit`` the same batches in the
+    same order, and ``steps_per_execution`` must be 1."""
+
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True):
+        super().__init__()
+        if not backup_dir:
+            raise ValueError("BackupAndRestore: backup_dir is empty")
+        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(save_freq, int)
+                                     or save_freq < 1):
+            raise ValueError(f"BackupAndRestore: save_freq must be 'epoch' or a positive number "
+                             f"of batches, not {save_freq!r}")
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.delete_checkpoint = delete_checkpoint
+        self._path = os.path.join(self.backup_dir, BACKUP_FILE)
+        self._watcher = None
+        self._epoch = 0
+        self._batches_done = 0      # of the current epoch
+        self._since_saved = 0
+        self._to_skip = 0
+
+    # --- restoring --------------------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        model = self.model
+        if not model.built:
+            raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): the model must be built "
+                             "before fit (call it on a batch, or give it an Input)")
+        if int(np.asarray(getattr(model, "steps_per_execution", None) or 1)) != 1:
+            raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): steps_per_execution "
+                             "must be 1")
+        build_optimizer(model.optimizer, model.trainable_variables)
+        self._variables = tracked_variables([model, model.optimizer])
+        resume = broadcast_object(self._restore_on_rank0() if mpirep.rank() == 0 else None, 0,
+                                  name="mpirep.backup.resume")
+        if resume and "error" in resume:
+            raise ValueError(f"BackupAndRestore: rank 0 cannot restore {self._path}: "
+                             f"{resume['error']}")
+        if resume:
+            broadcast_variables(self._variables, 0)
+            self._resume_at(resume["epoch"], resume["batch"])
+        self._since_saved = 0
+        self._watcher = SignalWatcher(parse_signals(mpirep.config().preemption_signals)).install()
+
+    def _restore_on_rank0(self):
+        if not os.path.exists(self._path):
+            return None
+        with np.load(self._path) as saved:
+            count = int(saved["count"])
+            if count != len(self._variables):
+                return {"error": f"it holds {count} variables, the model and optimizer "
+                                 f"{len(self._variables)}"}
+            for i, variable in enumerate(self._variables):
+                value = saved[f"v{i}"]
+                if tuple(value.shape) != tuple(variable.shape):
+                    return {"error": f"variable {i} ({_variable_name(variable)}) has shape "
+                                     f"{tuple(variable.shape)}, the backup {value.shape}"}
+                variable.assign(value)
+            return {"epoch": int(saved["epoch"]), "batch": int(saved["batch"])}
+
+    def _resume_at(self, epoch, batch):
+        model = self.model
+        if _is_tf_keras(model):
+            model._training_state = _ResumeEpoch(epoch)
+        else:
+            model._initial_epoch = epoch
+        self._epoch, self._batches_done = epoch, batch
+        if batch:
+            self._skip_batches(batch)
+
+    def _skip_batches(self, count):
+        """Makes the first ``count`` steps of the resumed epoch read their batch and drop it:
+        those batches were trained on before the backup."""
+        self._to_skip = count
+        train_function = self.model.train_function
+
+        def dropping(iterator):
+            if self._to_skip:
+                next(iterator)
+                return {}
+            self.model.train_function = train_function
+            return train_function(iterator)
+
+        self.model.train_function = dropping
+
+    # --- backing up -------------------------------------------------------------------------
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+        if not self._to_skip:
+            self._batches_done = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._to_skip:
+            self._to_skip -= 1
+            return
+        self._batches_done = batch + 1
+        self._since_saved += 1
+        stop = self._watcher.should_stop()
+        if stop or (self.save_freq != "epoch" and self._since_saved >= self.save_freq):
+            self._save(self._epoch, self._batches_done)
+        if stop:
+            stop_job(mpirep.rank(), self._describe(),
+                     f"run the same job again: it resumes from {self._path}")
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.save_freq == "epoch":
+            self._save(epoch + 1, 0)
+
+    def _describe(self):
+        return f"epoch {self._epoch}, {self._batches_done} batches done, to {self._path}"
+
+    def _save(self, epoch, batch):
+        """Backs up the state after ``batch`` batches of ``epoch``; every rank calls it."""
+        self._since_saved = 0
+        if batch and batch == self.params.get("steps"):
+            epoch, batch = epoch + 1, 0
+        if mpirep.rank() != 0:
+            return
+        arrays = {f"v{i}": np.asarray(v.numpy()) for i, v in enumerate(self._variables)}
+        with atomic_write(self._path) as temporary, open(temporary, "wb") as file:
+            np.savez(file, count=len(self._variables), epoch=epoch, batch=batch, **arrays)
+
+    def on_train_end(self, logs=None):
+        self._watcher.uninstall()
+        if _is_tf_keras(self.model):
+            self.model._training_state = None
+        else:
+            self.model._initial_epoch = None
+        if self.delete_checkpoint and mpirep.rank() == 0:
+            shutil.rmtree(self.backup_dir, ignore_errors=True)
