@@ -203,14 +203,17 @@ void Runtime::Setup(MPI_Comm comm) {
 }
 
 // Every rank plans the same fusion of cached tensors and the same ring chunks, and contributes
-// words of the same length to a round, on its own settings: those must be equal everywhere.
+// words of the same length to a round, on its own settings: those must be equal everywhere, and
+// so must the settings that decide whether a collective runs at all.
 void Runtime::CheckSettingsAgree() {
   const std::pair<const char*, int64_t> settings[] = {{"cache_capacity", config_.cache_capacity},
                                                       {"fusion_threshold", config_.fusion_threshold},
                                                       {"small_allreduce_bytes", config_.small_allreduce_bytes},
                                                       {"chunk_bytes", config_.chunk_bytes},
                                                       // the heartbeats' communicator exists only where it is on
-                                                      {"peer_timeout_seconds (in ms)", std::llround(config_.peer_timeout_seconds * 1000)}};
+                                                      {"peer_timeout_seconds (in ms)", std::llround(config_.peer_timeout_seconds * 1000)},
+                                                      // training that backs up agrees on a stop at each step only where it is set
+                                                      {"preemption_signals (0: none)", !config_.preemption_signals.empty()}};
   constexpr int n = sizeof settings / sizeof settings[0];
   int64_t bounds[2 * n];  // each setting's maximum, then minus its minimum
   for (int i = 0; i < n; ++i) {

@@ -113,3 +113,15 @@ def test_ranks_must_agree_on_the_peer_timeout():
                                                           "between ranks \\(from 0 to 30000\\)"):
         with reinitialized(peer_timeout_seconds=0 if rank == 0 else 30):
             pass
+
+
+def test_ranks_must_agree_on_whether_preemption_signals_are_watched():
+    """Training that backs up runs an agreement collective at each step only where the setting
+    is not empty: ranks that differ would wait for each other's collective forever."""
+    n, rank = mpirep.size(), mpirep.rank()
+    if n == 1:
+        pytest.skip("needs a second rank")
+    with pytest.raises(mpirep.InvalidArgumentError, match="preemption_signals \\(0: none\\) differs "
+                                                          "between ranks \\(from 0 to 1\\)"):
+        with reinitialized(preemption_signals="" if rank == n - 1 else "USR1"):
+            pass
