@@ -1,4 +1,4 @@
-"""A Model.fit job with hvd.callbacks.BackupAndRestore for tests/cluster/test_preemption.py,
+"""A Model.fit job with hvd.callbacks.BackupAndRestore for tests/cluster/test_requeue.py,
 run by the requeueable sbatch template under srun: python preemption_job.py OUT EPOCH,BATCH
 
 On its first start every rank stops at the end of batch BATCH of epoch EPOCH, rank 0 writes
