@@ -113,6 +113,17 @@ def test_training(ranks, keras):
     assert_passed(mpirun(ranks, [JOBS / "training_job.py"], 300, env=keras_env(keras)), ranks)
 
 
+# Every check at 2 ranks (one-rank process sets included); at 3 uneven shards, a set of 2
+# sharded, and a checkpoint resharded from 3 ranks to 2; tf_keras's training at 2.
+@pytest.mark.parametrize("ranks,keras,part", [
+    (ranks, keras, part) for (ranks, keras), part in zip(
+        keras_cases([(2, "keras3"), (3, "keras3"), (2, "tf_keras")]),
+        ["all", "sharding", "training"])])
+def test_zero_redundancy_optimizer(ranks, keras, part):
+    env = {**keras_env(keras), "ZERO_JOB_PART": part}
+    assert_passed(mpirun(ranks, [JOBS / "zero_job.py"], TIMEOUT_S, env=env), ranks)
+
+
 @pytest.mark.parametrize("ranks,keras", keras_cases([(1, "keras3"), (1, "tf_keras"),
                                                      (2, "keras3")]))
 def test_one_rank_reduces_no_gradient(ranks, keras):

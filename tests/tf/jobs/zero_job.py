@@ -1,0 +1,261 @@
+"""ZeroRedundancyOptimizer under Keras 3, or tf_keras when TF_USE_LEGACY_KERAS=1: against
+DistributedOptimizer (Model.fit, a tf.function tape loop, backward_passes_per_step; Adam, AdamW
+with a weight-decay exclusion, SGD with momentum; a float64 layer among float32 ones), the
+sharded state's bytes, checkpoints resharded to another rank count, process sets, the plain
+optimizer at one rank, bad input. Run under mpirun at any number of ranks."""
+
+import os
+import tempfile
+from importlib import metadata
+
+import numpy as np
+import tensorflow as tf
+
+import mpirep.tensorflow.keras as hvd
+from harness import check, expect_error, run, same_on_every_rank
+from mpirep.tensorflow import _zero_checkpoint
+
+hvd.init()
+R, N = hvd.rank(), hvd.size()
+keras = tf.keras
+LEGACY = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
+BATCHES, BATCH = 3, 8
+# Against DistributedOptimizer the sums are reduced in another grouping, so they may differ
+# in the last bits, which a few Adam steps carry on.
+TOLERANCE = dict(rtol=1e-5, atol=1e-6)
+# Each job checks what its rank count and Keras add (tests/tf/test_tf.py runs the parts).
+PARTS = {
+    "all": None,
+    "sharding": {"fit_matches_distributed_optimizer", "state_is_one_over_np_on_a_deep_stack",
+                 "process_set_shards_over_its_ranks",
+                 "checkpoint_is_a_plain_optimizers_and_reshards"},
+    "training": {"fit_matches_distributed_optimizer", "tape_loop_matches_distributed_optimizer",
+                 "backward_passes_per_step_matches_distributed_optimizer",
+                 "process_set_shards_over_its_ranks"},
+}
+PART = os.environ.get("ZERO_JOB_PART", "all")
+
+
+def data(ranks=N, rank=R):
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(BATCHES * BATCH * ranks, 6)).astype(np.float32)
+    y = np.sin(x[:, :1] * 2.0 + x[:, 1:2]).astype(np.float32)
+    return x[rank::ranks], y[rank::ranks]
+
+
+def model():
+    keras.utils.set_random_seed(5)   # the same start on every rank
+    return keras.Sequential([keras.Input((6,)),
+                             keras.layers.Dense(8, activation="tanh", dtype="float64"),
+                             keras.layers.Dense(8, activation="tanh"),
+                             keras.layers.Dense(4, activation="tanh"),
+                             keras.layers.Dense(1)])
+
+
+def weights(m):
+    return np.concatenate([np.ravel(w).astype(np.float64) for w in m.get_weights()])
+
+
+def optimizers():
+    everything = [(adam, 2), (adamw, 2), (sgd, 1)]
+    return {"all": everything, "sharding": everything[:1],
+            "training": everything[:1] + everything[2:]}[PART]
+
+
+def adam():
+    return keras.optimizers.Adam(0.02)
+
+
+def adamw():
+    return keras.optimizers.AdamW(0.02, weight_decay=0.1)
+
+
+def sgd():
+    return keras.optimizers.SGD(0.05, momentum=0.9)
+
+
+def wrapped(wrap, make, **options):
+    opt = wrap(make(), **options)
+    if isinstance(opt, keras.optimizers.AdamW):
+        opt.exclude_from_weight_decay(var_names=["bias"])
+    return opt
+
+
+_fitted = {}
+
+
+def fit(wrap, make, epochs=2, **options):
+    """A model trained by Model.fit with ``wrap(make(), **options)``; those without options
+    are trained once per job and shared by the checks."""
+    key = (wrap, make, epochs)
+    if not options and key in _fitted:
+        return _fitted[key]
+    m = model()
+    opt = wrapped(wrap, make, **options)
+    m.compile(optimizer=opt, loss="mse")
+    x, y = data()
+    m.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=False, verbose=0)
+    if not options:
+        _fitted[key] = m, opt
+    return m, opt
+
+
+def slot_bytes(opt):
+    """The bytes of the optimizer's variables beyond those every rank holds alike."""
+    keys = opt._mpirep_zero.slot_keys
+    return sum(v.numpy().nbytes for v in _variables(opt) if id(v) in keys)
+
+
+def _variables(opt):
+    variables = opt.variables
+    return list(variables() if callable(variables) else variables)
+
+
+def all_bytes(opt):
+    return sum(v.numpy().nbytes for v in _variables(opt))
+
+
+@check
+def fit_matches_distributed_optimizer():
+    for make, slots in optimizers():
+        dist_model, dist = fit(hvd.DistributedOptimizer, make)
+        zero_model, zero = fit(hvd.ZeroRedundancyOptimizer, make)
+        np.testing.assert_allclose(weights(zero_model), weights(dist_model), **TOLERANCE,
+                                   err_msg=make.__name__)
+        same_on_every_rank(hvd, weights(zero_model))
+        assert int(zero.iterations.numpy()) == 2 * BATCHES
+        # The shards partition the state: each rank holds its own variables' slots.
+        mine = slot_bytes(zero)
+        plan = zero.shard_plan()
+        itemsizes = [tf.as_dtype(v.dtype).size for v in zero_model.trainable_variables]
+        assert mine == slots * plan.owned_bytes(itemsizes), (make.__name__, mine)
+        replicated = sum(v.numpy().nbytes for v in zero._mpirep_replicated_variables())
+        total = all_bytes(dist) - replicated
+        assert sum(hvd.allgather_object(mine)) == total, make.__name__
+        largest = slots * max(n * s for n, s in zip(plan.sizes, itemsizes))
+        assert mine <= total / N + largest, (mine, total)
+
+
+@check
+def state_is_one_over_np_on_a_deep_stack():
+    keras.utils.set_random_seed(3)
+    stack = keras.Sequential([keras.Input((16,))] +
+                             [keras.layers.Dense(16) for _ in range(12)])
+    zero = hvd.ZeroRedundancyOptimizer(adam())
+    zero.build(stack.trainable_variables)
+    total = 2 * sum(v.numpy().nbytes for v in stack.trainable_variables)
+    per_rank = hvd.allgather_object(slot_bytes(zero))
+    assert sum(per_rank) == total
+    assert max(per_rank) <= 1.05 * total / N, (per_rank, total)
+
+
+@check
+def tape_loop_matches_distributed_optimizer():
+    def train(wrap):
+        m = model()
+        opt = wrap(adam())
+        x, y = data()
+
+        @tf.function
+        def step(xb, yb):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(m(xb, training=True) - yb))
+            opt.apply_gradients(zip(tape.gradient(loss, m.trainable_variables),
+                                    m.trainable_variables))
+            return loss
+
+        for b in range(BATCHES):
+            step(x[b * BATCH:(b + 1) * BATCH], y[b * BATCH:(b + 1) * BATCH])
+        return weights(m)
+
+    zero = train(hvd.ZeroRedundancyOptimizer)
+    np.testing.assert_allclose(zero, train(hvd.DistributedOptimizer), **TOLERANCE)
+    same_on_every_rank(hvd, zero)
+
+
+@check
+def backward_passes_per_step_matches_distributed_optimizer():
+    dist_model, dist = fit(hvd.DistributedOptimizer, adam, epochs=2, backward_passes_per_step=2)
+    zero_model, zero = fit(hvd.ZeroRedundancyOptimizer, adam, epochs=2,
+                           backward_passes_per_step=2)
+    np.testing.assert_allclose(weights(zero_model), weights(dist_model), **TOLERANCE)
+    same_on_every_rank(hvd, weights(zero_model))
+    assert int(zero.iterations.numpy()) == int(dist.iterations.numpy()) == 2 * BATCHES
+
+
+@check
+def process_set_shards_over_its_ranks():
+    # At 2 ranks a set of rank 0 alone: there, and outside the set, the optimizer is the plain
+    # one. At more ranks a set of all but the last rank, sharded over its ranks.
+    members = list(range(N - 1)) if N > 2 else [0]
+    subset = hvd.add_process_set(members)
+    try:
+        m, zero = fit(hvd.ZeroRedundancyOptimizer, sgd, epochs=1, process_set=subset)
+        if len(members) > 1 and subset.included():
+            ref, _ = fit(hvd.DistributedOptimizer, sgd, epochs=1, process_set=subset)
+            np.testing.assert_allclose(weights(m), weights(ref), **TOLERANCE)
+            assert zero.shard_plan().size == len(members)
+        else:
+            ref, plain = fit(lambda o: o, sgd, epochs=1)
+            np.testing.assert_array_equal(weights(m), weights(ref))
+            assert zero.shard_plan().size == 1 and all_bytes(zero) == all_bytes(plain)
+    finally:
+        hvd.remove_process_set(subset)
+
+
+@check
+def checkpoint_is_a_plain_optimizers_and_reshards():
+    if LEGACY or int(metadata.version("keras").split(".")[0]) < 3:
+        return   # tf_keras and Keras 2 save through TensorFlow checkpoints, not gathered
+    dist_model, dist = fit(hvd.DistributedOptimizer, adam)
+    zero_model, zero = fit(hvd.ZeroRedundancyOptimizer, adam)
+    directory = hvd.broadcast_object(tempfile.mkdtemp(prefix="zero_ckpt_") if R == 0 else None)
+    path = os.path.join(directory, "model.keras")
+    if N > 1:
+        expect_error(RuntimeError, lambda: zero.save_own_variables({}))
+    zero.gather_state()
+    if R == 0:
+        zero_model.save(path)
+    hvd.allgather_object(0)   # the file is written before anyone reads it
+    # A plain Keras loads it, with the state DistributedOptimizer reached.
+    plain = keras.models.load_model(path).optimizer
+    assert type(plain).__module__.startswith(("keras", "tf_keras")), type(plain)
+    assert len(_variables(plain)) == len(_variables(dist))
+    for p, d in zip(_variables(plain), _variables(dist)):
+        np.testing.assert_allclose(p.numpy(), d.numpy(), **TOLERANCE)
+    # Loading shards it again, over all ranks and over one rank fewer.
+    for members in {N: list(range(N)), N - 1: list(range(max(N - 1, 1)))}.values():
+        subset = hvd.add_process_set(members)
+        try:
+            m = model()
+            opt = hvd.ZeroRedundancyOptimizer(adam(), process_set=subset)
+            m.compile(optimizer=opt, loss="mse")
+            opt.build(m.trainable_variables)
+            m.load_weights(path)
+            layout = _zero_checkpoint.plain_layout(opt)
+            for key, variable in zip(_zero_checkpoint.keys(opt), _variables(opt)):
+                np.testing.assert_array_equal(variable.numpy(),
+                                              _variables(plain)[layout.index(key)].numpy())
+            if subset.included():
+                assert opt.shard_plan().size == len(members)
+        finally:
+            hvd.remove_process_set(subset)
+
+
+@check
+def bad_input_names_the_problem():
+    expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(
+        keras.optimizers.Adam(0.1, global_clipnorm=1.0)))
+    expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(adam(), op=hvd.Max))
+    a, b = tf.Variable([1.0, 2.0]), tf.Variable([3.0])
+    opt = hvd.ZeroRedundancyOptimizer(sgd())
+    opt.build([a, b])
+    try:
+        opt.apply_gradients([(tf.ones([1]), b), (tf.ones([2]), a)])
+    except ValueError as error:
+        assert f"rank {R}" in str(error) and "order" in str(error), error
+    else:
+        raise AssertionError("no ValueError")
+
+
+run(hvd, only=None if PARTS[PART] is None else lambda f: f.__name__ in PARTS[PART])
