@@ -26,6 +26,9 @@ import mpirep.tensorflow.keras as hvd
 from tf_keras_cnn import small_resnet
 
 
+WRAPPERS = (("ZeRO", hvd.ZeroRedundancyOptimizer), ("Distributed", hvd.DistributedOptimizer))
+
+
 def resident_bytes():
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096
@@ -42,7 +45,7 @@ def state(model_name):
     tf.keras.utils.set_random_seed(1)
     variables = build().trainable_variables
     rows = {}
-    for name, wrap in (("ZeRO", hvd.ZeroRedundancyOptimizer), ("Distributed", hvd.DistributedOptimizer)):
+    for name, wrap in WRAPPERS:
         optimizer = wrap(tf.keras.optimizers.Adam(1e-3))
         before = resident_bytes()
         optimizer.build(variables)
@@ -57,7 +60,7 @@ def step_times(blocks, steps, batch):
     labels = rng.integers(0, 10, batch * 4)
     data = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(batch)
     models = {}
-    for name, wrap in (("ZeRO", hvd.ZeroRedundancyOptimizer), ("Distributed", hvd.DistributedOptimizer)):
+    for name, wrap in WRAPPERS:
         tf.keras.utils.set_random_seed(1)
         model = small_resnet()
         model.compile(optimizer=wrap(tf.keras.optimizers.Adam(1e-3)),

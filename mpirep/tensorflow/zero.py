@@ -26,7 +26,8 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
                             average_aggregated_gradients=False, num_groups=0,
                             process_set=global_process_set):
     """A new optimizer like ``optimizer`` (same class and config, Keras 3 or tf_keras) that
-    trains data-parallel over ``process_set`` keeping only its shard of the optimizer state.
+    trains data-parallel over ``process_set`` keeping only its shard of the optimizer state;
+    a built Keras 3 ``optimizer`` gives it its shard of its state.
     ``num_groups`` = k exchanges the variables in k groups of consecutive variables, each
     as soon as its gradients exist (default: one group); the other options are
     DistributedOptimizer's."""
@@ -46,7 +47,14 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
                    backward_passes_per_step=backward_passes_per_step,
                    average_aggregated_gradients=average_aggregated_gradients,
                    num_groups=num_groups, process_set=process_set)
-    return attach(wrapper_class(type(optimizer)).from_config(config), **options)
+    zero = attach(wrapper_class(type(optimizer)).from_config(config), **options)
+    if _is_built(optimizer) and not isinstance(optimizer, _Zero) and \
+            hasattr(optimizer, "_trainable_variables"):
+        # A built Keras 3 optimizer (one load_model restored, say): keep this rank's shard.
+        zero.build(optimizer._trainable_variables)
+        zero.load_own_variables({str(i): v.numpy()
+                                 for i, v in enumerate(_own_variables(optimizer))})
+    return zero
 
 
 def attach(optimizer, compression=Compression.none, op=None, gradient_predivide_factor=1.0,
@@ -154,6 +162,9 @@ class _Zero:
         so that the next save (on any rank) writes a plain optimizer's full state. Holds the
         full state in host memory until that save."""
         _zero_checkpoint.gather(self)
+
+    def _mpirep_release_gathered_state(self):
+        self._mpirep_zero.gathered = None
 
     def save_own_variables(self, store):
         if self._mpirep_zero.plan is None or self._mpirep_zero.plain:

@@ -23,15 +23,12 @@ BATCHES, BATCH = 3, 8
 # Against DistributedOptimizer the sums are reduced in another grouping, so they may differ
 # in the last bits, which a few Adam steps carry on.
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)
-# Each job checks what its rank count and Keras add (tests/tf/test_tf.py runs the parts).
+# The Keras 3 job runs every check; the tf_keras job those of its own code paths, at 3 ranks
+# for uneven shards and a process set of 2 ranks beside one of 1.
 PARTS = {
     "all": None,
-    "sharding": {"fit_matches_distributed_optimizer", "state_is_one_over_np_on_a_deep_stack",
-                 "process_set_shards_over_its_ranks",
-                 "checkpoint_is_a_plain_optimizers_and_reshards"},
-    "training": {"fit_matches_distributed_optimizer", "tape_loop_matches_distributed_optimizer",
-                 "backward_passes_per_step_matches_distributed_optimizer",
-                 "process_set_shards_over_its_ranks"},
+    "tf_keras": {"fit_matches_distributed_optimizer", "state_is_one_over_np_on_a_deep_stack",
+                 "tape_loop_matches_distributed_optimizer", "process_set_shards_over_its_ranks"},
 }
 PART = os.environ.get("ZERO_JOB_PART", "all")
 
@@ -58,8 +55,7 @@ def weights(m):
 
 def optimizers():
     everything = [(adam, 2), (adamw, 2), (sgd, 1)]
-    return {"all": everything, "sharding": everything[:1],
-            "training": everything[:1] + everything[2:]}[PART]
+    return everything if PART == "all" else everything[:1]
 
 
 def adam():
@@ -84,7 +80,7 @@ def wrapped(wrap, make, **options):
 _fitted = {}
 
 
-def fit(wrap, make, epochs=2, **options):
+def fit(wrap, make, epochs=1, **options):
     """A model trained by Model.fit with ``wrap(make(), **options)``; those without options
     are trained once per job and shared by the checks."""
     key = (wrap, make, epochs)
@@ -123,7 +119,7 @@ def fit_matches_distributed_optimizer():
         np.testing.assert_allclose(weights(zero_model), weights(dist_model), **TOLERANCE,
                                    err_msg=make.__name__)
         same_on_every_rank(hvd, weights(zero_model))
-        assert int(zero.iterations.numpy()) == 2 * BATCHES
+        assert int(zero.iterations.numpy()) == BATCHES
         # The shards partition the state: each rank holds its own variables' slots.
         mine = slot_bytes(zero)
         plan = zero.shard_plan()
@@ -185,22 +181,25 @@ def backward_passes_per_step_matches_distributed_optimizer():
 
 @check
 def process_set_shards_over_its_ranks():
-    # At 2 ranks a set of rank 0 alone: there, and outside the set, the optimizer is the plain
-    # one. At more ranks a set of all but the last rank, sharded over its ranks.
-    members = list(range(N - 1)) if N > 2 else [0]
-    subset = hvd.add_process_set(members)
+    # Two sets that split the ranks: at 2 ranks {0} and {1}, at more all but the last rank
+    # and the last alone. Each rank trains on its own set: sharded over a set of several
+    # ranks, and on a set of one rank, the plain optimizer.
+    split = N - 1 if N > 2 else 1
+    sets = [hvd.add_process_set(list(range(split))), hvd.add_process_set(list(range(split, N)))]
+    mine = sets[0] if R < split else sets[1]
     try:
-        m, zero = fit(hvd.ZeroRedundancyOptimizer, sgd, epochs=1, process_set=subset)
-        if len(members) > 1 and subset.included():
-            ref, _ = fit(hvd.DistributedOptimizer, sgd, epochs=1, process_set=subset)
+        m, zero = fit(hvd.ZeroRedundancyOptimizer, sgd, epochs=1, process_set=mine)
+        if mine.size() > 1:
+            ref, _ = fit(hvd.DistributedOptimizer, sgd, epochs=1, process_set=mine)
             np.testing.assert_allclose(weights(m), weights(ref), **TOLERANCE)
-            assert zero.shard_plan().size == len(members)
+            assert zero.shard_plan().size == mine.size()
         else:
             ref, plain = fit(lambda o: o, sgd, epochs=1)
             np.testing.assert_array_equal(weights(m), weights(ref))
             assert zero.shard_plan().size == 1 and all_bytes(zero) == all_bytes(plain)
     finally:
-        hvd.remove_process_set(subset)
+        for process_set in sets:
+            hvd.remove_process_set(process_set)
 
 
 @check
@@ -232,14 +231,34 @@ def checkpoint_is_a_plain_optimizers_and_reshards():
             m.compile(optimizer=opt, loss="mse")
             opt.build(m.trainable_variables)
             m.load_weights(path)
-            layout = _zero_checkpoint.plain_layout(opt)
-            for key, variable in zip(_zero_checkpoint.keys(opt), _variables(opt)):
-                np.testing.assert_array_equal(variable.numpy(),
-                                              _variables(plain)[layout.index(key)].numpy())
+            assert_shard_of(opt, plain)
             if subset.included():
                 assert opt.shard_plan().size == len(members)
         finally:
             hvd.remove_process_set(subset)
+    # A plain optimizer that load_model restored gives a new one its shard.
+    assert_shard_of(hvd.ZeroRedundancyOptimizer(keras.models.load_model(path).optimizer), plain)
+    # BestModelCheckpoint gathers the state on every rank before rank 0 writes.
+    best = os.path.join(directory, "best.keras")
+    m = model()
+    m.compile(optimizer=hvd.ZeroRedundancyOptimizer(adam()), loss="mse")
+    x, y = data()
+    m.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0,
+          callbacks=[hvd.callbacks.MetricAverageCallback(),
+                     hvd.callbacks.BestModelCheckpoint(monitor="loss", filepath=best)])
+    hvd.allgather_object(0)
+    saved = keras.models.load_model(best).optimizer
+    assert int(saved.iterations.numpy()) == BATCHES
+    assert len(_variables(saved)) == len(_variables(dist))
+    assert_shard_of(m.optimizer, saved)
+
+
+def assert_shard_of(zero, plain):
+    """Each of ``zero``'s variables holds exactly the plain optimizer's value for it."""
+    layout = _zero_checkpoint.plain_layout(zero)
+    for key, variable in zip(_zero_checkpoint.keys(zero), _variables(zero)):
+        np.testing.assert_array_equal(variable.numpy(),
+                                      _variables(plain)[layout.index(key)].numpy())
 
 
 @check
