@@ -3,8 +3,8 @@
 it owns, and an allgather that brings every rank the parameters the others updated.
 
 Each is an ordinary asynchronous collective of the bridge, so in a graph it starts as soon as
-its input exists and the core fuses what arrives together, as for DistributedOptimizer's
-allreduces."""
+its input exists. The core fuses allreduces only; the flat buffer of each exchange is the
+fusion here."""
 
 import tensorflow as tf
 
