@@ -1,6 +1,7 @@
 """ZeroRedundancyOptimizer under Keras 3, or tf_keras when TF_USE_LEGACY_KERAS=1: against
-DistributedOptimizer (Model.fit, a tf.function tape loop, backward_passes_per_step; Adam, AdamW
-with a weight-decay exclusion, SGD with momentum; a float64 layer among float32 ones), the
+DistributedOptimizer (Model.fit with Adam and SGD with momentum, a tf.function tape loop with
+AdamW excluding biases from weight decay, backward_passes_per_step; a float64 layer among
+float32 ones), the
 sharded state's bytes, checkpoints resharded to another rank count, process sets, the plain
 optimizer at one rank, bad input. Run under mpirun at any number of ranks."""
 
@@ -28,7 +29,7 @@ TOLERANCE = dict(rtol=1e-5, atol=1e-6)
 PARTS = {
     "all": None,
     "tf_keras": {"fit_matches_distributed_optimizer", "state_is_one_over_np_on_a_deep_stack",
-                 "tape_loop_matches_distributed_optimizer", "process_set_shards_over_its_ranks"},
+                 "process_set_shards_over_its_ranks"},
 }
 PART = os.environ.get("ZERO_JOB_PART", "all")
 
@@ -54,8 +55,8 @@ def weights(m):
 
 
 def optimizers():
-    everything = [(adam, 2), (adamw, 2), (sgd, 1)]
-    return everything if PART == "all" else everything[:1]
+    """Model.fit's optimizers, with their slots per variable (AdamW runs in the tape loop)."""
+    return [(adam, 2), (sgd, 1)] if PART == "all" else [(adam, 2)]
 
 
 def adam():
@@ -149,7 +150,7 @@ def state_is_one_over_np_on_a_deep_stack():
 def tape_loop_matches_distributed_optimizer():
     def train(wrap):
         m = model()
-        opt = wrap(adam())
+        opt = wrapped(wrap, adamw)
         x, y = data()
 
         @tf.function
@@ -171,12 +172,13 @@ def tape_loop_matches_distributed_optimizer():
 
 @check
 def backward_passes_per_step_matches_distributed_optimizer():
-    dist_model, dist = fit(hvd.DistributedOptimizer, adam, epochs=2, backward_passes_per_step=2)
-    zero_model, zero = fit(hvd.ZeroRedundancyOptimizer, adam, epochs=2,
-                           backward_passes_per_step=2)
+    # Three passes: the second applies the sum of two, the third only accumulates.
+    dist_model, dist = fit(hvd.DistributedOptimizer, adam, backward_passes_per_step=2)
+    zero_model, zero = fit(hvd.ZeroRedundancyOptimizer, adam, backward_passes_per_step=2)
     np.testing.assert_allclose(weights(zero_model), weights(dist_model), **TOLERANCE)
     same_on_every_rank(hvd, weights(zero_model))
-    assert int(zero.iterations.numpy()) == int(dist.iterations.numpy()) == 2 * BATCHES
+    assert int(zero.iterations.numpy()) == int(dist.iterations.numpy()) == BATCHES
+    assert int(zero._agg_helper.counter.numpy()) == 1
 
 
 @check
@@ -236,8 +238,18 @@ def checkpoint_is_a_plain_optimizers_and_reshards():
                 assert opt.shard_plan().size == len(members)
         finally:
             hvd.remove_process_set(subset)
-    # A plain optimizer that load_model restored gives a new one its shard.
-    assert_shard_of(hvd.ZeroRedundancyOptimizer(keras.models.load_model(path).optimizer), plain)
+    # A plain optimizer that load_model restored gives a new one its shard, and training goes
+    # on from there as DistributedOptimizer's does from the same file.
+    resumed = keras.models.load_model(path)
+    resumed.compile(optimizer=hvd.ZeroRedundancyOptimizer(resumed.optimizer), loss="mse")
+    assert_shard_of(resumed.optimizer, plain)
+    reference = hvd.load_model(path)
+    x, y = data()
+    for m in (resumed, reference):
+        m.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+    np.testing.assert_allclose(weights(resumed), weights(reference), **TOLERANCE)
+    same_on_every_rank(hvd, weights(resumed))
+    assert int(resumed.optimizer.iterations.numpy()) == 2 * BATCHES
     # BestModelCheckpoint gathers the state on every rank before rank 0 writes.
     best = os.path.join(directory, "best.keras")
     m = model()
