@@ -1,9 +1,10 @@
-"""ZeroRedundancyOptimizer under Keras 3, or tf_keras when TF_USE_LEGACY_KERAS=1: against
-DistributedOptimizer (Model.fit with Adam and SGD with momentum, a tf.function tape loop with
-AdamW excluding biases from weight decay, backward_passes_per_step; a float64 layer among
-float32 ones), the
-sharded state's bytes, checkpoints resharded to another rank count, process sets, the plain
-optimizer at one rank, bad input. Run under mpirun at any number of ranks."""
+"""ZeroRedundancyOptimizer against DistributedOptimizer: Model.fit with Adam and SGD with
+momentum, a tf.function tape loop with AdamW excluding biases from weight decay,
+backward_passes_per_step, a float64 layer among float32 ones; the sharded state's bytes;
+process sets (several ranks, and one rank, where it is the plain optimizer); checkpoints that
+a plain Keras loads and that reshard to another rank count; bad input. On tf.keras (Keras 3,
+or tf_keras with TF_USE_LEGACY_KERAS=1), and with Adam and a process set on tf_keras too where
+it is installed beside Keras 3. Run under mpirun at any number of ranks."""
 
 import os
 import tempfile
@@ -24,14 +25,21 @@ BATCHES, BATCH = 3, 8
 # Against DistributedOptimizer the sums are reduced in another grouping, so they may differ
 # in the last bits, which a few Adam steps carry on.
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)
-# The Keras 3 job runs every check; the tf_keras job those of its own code paths, at 3 ranks
-# for uneven shards and a process set of 2 ranks beside one of 1.
-PARTS = {
-    "all": None,
-    "tf_keras": {"fit_matches_distributed_optimizer", "state_is_one_over_np_on_a_deep_stack",
-                 "process_set_shards_over_its_ranks"},
-}
-PART = os.environ.get("ZERO_JOB_PART", "all")
+
+
+def _tf_keras():
+    """tf_keras beside Keras 3 in this process, for its own wrapper; None where tf.keras is
+    Keras 2 (TensorFlow < 2.16) or tf_keras is missing."""
+    if int(metadata.version("keras").split(".")[0]) < 3:
+        return None
+    try:
+        import tf_keras
+    except ImportError:
+        return None
+    return tf_keras
+
+
+TF_KERAS = _tf_keras()
 
 
 def data(ranks=N, rank=R):
@@ -52,11 +60,6 @@ def model():
 
 def weights(m):
     return np.concatenate([np.ravel(w).astype(np.float64) for w in m.get_weights()])
-
-
-def optimizers():
-    """Model.fit's optimizers, with their slots per variable (AdamW runs in the tape loop)."""
-    return [(adam, 2), (sgd, 1)] if PART == "all" else [(adam, 2)]
 
 
 def adam():
@@ -84,7 +87,7 @@ _fitted = {}
 def fit(wrap, make, epochs=1, **options):
     """A model trained by Model.fit with ``wrap(make(), **options)``; those without options
     are trained once per job and shared by the checks."""
-    key = (wrap, make, epochs)
+    key = (keras, wrap, make, epochs)
     if not options and key in _fitted:
         return _fitted[key]
     m = model()
@@ -114,7 +117,12 @@ def all_bytes(opt):
 
 @check
 def fit_matches_distributed_optimizer():
-    for make, slots in optimizers():
+    fit_matches([(adam, 2), (sgd, 1)])   # AdamW runs in the tape loop
+
+
+def fit_matches(optimizers):
+    """``optimizers``: (constructor, slots per variable)."""
+    for make, slots in optimizers:
         dist_model, dist = fit(hvd.DistributedOptimizer, make)
         zero_model, zero = fit(hvd.ZeroRedundancyOptimizer, make)
         np.testing.assert_allclose(weights(zero_model), weights(dist_model), **TOLERANCE,
@@ -205,6 +213,20 @@ def process_set_shards_over_its_ranks():
 
 
 @check
+def tf_keras_matches_distributed_optimizer():
+    """tf_keras's optimizers take the other wrapper (apply_gradients, ``_built``)."""
+    global keras
+    if TF_KERAS is None:
+        return
+    keras_3, keras = keras, TF_KERAS
+    try:
+        fit_matches([(adam, 2)])
+        process_set_shards_over_its_ranks()
+    finally:
+        keras = keras_3
+
+
+@check
 def checkpoint_is_a_plain_optimizers_and_reshards():
     if LEGACY or int(metadata.version("keras").split(".")[0]) < 3:
         return   # tf_keras and Keras 2 save through TensorFlow checkpoints, not gathered
@@ -289,4 +311,4 @@ def bad_input_names_the_problem():
         raise AssertionError("no ValueError")
 
 
-run(hvd, only=None if PARTS[PART] is None else lambda f: f.__name__ in PARTS[PART])
+run(hvd)
