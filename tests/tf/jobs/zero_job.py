@@ -156,9 +156,10 @@ def state_is_one_over_np_on_a_deep_stack():
 
 @check
 def tape_loop_matches_distributed_optimizer():
-    def train(wrap):
+    # ZeRO in two groups of variables, each exchanged once its gradients exist.
+    def train(wrap, **options):
         m = model()
-        opt = wrapped(wrap, adamw)
+        opt = wrapped(wrap, adamw, **options)
         x, y = data()
 
         @tf.function
@@ -173,7 +174,7 @@ def tape_loop_matches_distributed_optimizer():
             step(x[b * BATCH:(b + 1) * BATCH], y[b * BATCH:(b + 1) * BATCH])
         return weights(m)
 
-    zero = train(hvd.ZeroRedundancyOptimizer)
+    zero = train(hvd.ZeroRedundancyOptimizer, num_groups=2)
     np.testing.assert_allclose(zero, train(hvd.DistributedOptimizer), **TOLERANCE)
     same_on_every_rank(hvd, zero)
 
