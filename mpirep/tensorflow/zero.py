@@ -33,10 +33,16 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
     DistributedOptimizer's."""
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
         raise NotImplementedError(
-            "ZeroRedundancyOptimizer wraps Keras optimizers, not tf.compat.v1.train.Optimizer")
+            f"{_rank()}ZeroRedundancyOptimizer wraps Keras optimizers, not "
+            "tf.compat.v1.train.Optimizer")
+    if not hasattr(type(optimizer), "add_variable_from_reference"):
+        raise NotImplementedError(
+            f"{_rank()}ZeroRedundancyOptimizer wraps optimizers that build their slots in "
+            f"build(var_list) (Keras 3, tf_keras's current ones), not {type(optimizer).__name__} "
+            "(a tf_keras legacy optimizer?)")
     if getattr(optimizer, "global_clipnorm", None):
         raise ValueError(
-            f"rank {mpirep.rank()}: ZeroRedundancyOptimizer cannot clip by global norm "
+            f"{_rank()}ZeroRedundancyOptimizer cannot clip by global norm "
             "(global_clipnorm): each rank holds only its own variables' gradients; use clipnorm "
             "or clipvalue, which act per variable")
     config = optimizer.get_config()
@@ -61,12 +67,13 @@ def attach(optimizer, compression=Compression.none, op=None, gradient_predivide_
            backward_passes_per_step=1, average_aggregated_gradients=False, num_groups=0,
            process_set=global_process_set):
     if backward_passes_per_step < 1:
-        raise ValueError("backward_passes_per_step must be >= 1")
+        raise ValueError(f"{_rank()}backward_passes_per_step must be >= 1")
     op = mpi_ops._resolve_op(op, None)
     if op not in (mpirep.Average, mpirep.Sum):
-        raise ValueError(f"ZeroRedundancyOptimizer reduces with Average or Sum, not {op}")
+        raise ValueError(f"{_rank()}ZeroRedundancyOptimizer reduces with Average or Sum, not "
+                         f"{op}")
     if gradient_predivide_factor != 1.0 and op != mpirep.Average:
-        raise ValueError("gradient_predivide_factor needs op=Average")
+        raise ValueError(f"{_rank()}gradient_predivide_factor needs op=Average")
     if not isinstance(optimizer, _Zero):
         optimizer.__class__ = wrapper_class(type(optimizer))
     accumulator = (GradientAccumulator(backward_passes_per_step, average_aggregated_gradients)
@@ -76,6 +83,11 @@ def attach(optimizer, compression=Compression.none, op=None, gradient_predivide_
         op, compression, 1.0 / gradient_predivide_factor, gradient_predivide_factor,
         num_groups, process_set, accumulator)
     return optimizer
+
+
+def _rank():
+    """The prefix that names this rank in an error message."""
+    return f"rank {mpirep.rank()}: " if mpirep.is_initialized() else ""
 
 
 class _ZeroState:
@@ -191,7 +203,7 @@ class _Zero:
                 self.build(variables)
         if [id(v) for v in variables] != [id(v) for v in state.variables]:
             raise ValueError(
-                f"rank {mpirep.rank()}: ZeroRedundancyOptimizer was built on other variables "
+                f"{_rank()}ZeroRedundancyOptimizer was built on other variables "
                 "(or in another order) than it is asked to update; pass the same trainable "
                 "variables, in the same order, at every step")
         plan = state.plan

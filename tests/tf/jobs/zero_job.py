@@ -302,6 +302,9 @@ def bad_input_names_the_problem():
     expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(
         keras.optimizers.Adam(0.1, global_clipnorm=1.0)))
     expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(adam(), op=hvd.Max))
+    if TF_KERAS is not None:
+        expect_error(NotImplementedError, lambda: hvd.ZeroRedundancyOptimizer(
+            TF_KERAS.optimizers.legacy.Adam(0.1)))
     a, b = tf.Variable([1.0, 2.0]), tf.Variable([3.0])
     opt = hvd.ZeroRedundancyOptimizer(sgd())
     opt.build([a, b])
