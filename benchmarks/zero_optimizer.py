@@ -9,10 +9,13 @@ slots for its trainable variables. Reported per rank: the bytes of the optimizer
 and how much the process's resident memory grew while the optimizer built them (ZeRO's first,
 so that memory freed by the other cannot be reused for it).
 
-Step time: Model.fit of the small ResNet-style CNN of tf_keras_cnn.py (32 px, batch 32 per
-rank), ZeRO and DistributedOptimizer in alternating blocks of one job, so that load from other
-jobs on a shared host hits both alike. Reported: the median over blocks of the ratio of ZeRO's
-step time to DistributedOptimizer's in the same round, with its quartiles.
+Step time: Model.fit of the small ResNet-style CNN of tf_keras_cnn.py or of a 4-layer MLP
+(--time-model; 32 px, batch 32 per rank), ZeRO and DistributedOptimizer in alternating blocks
+of one job, so that load from other jobs on a shared host hits both alike. Reported: the
+median over blocks of the ratio of ZeRO's step time to DistributedOptimizer's in the same
+round, with its quartiles.
+
+    mpirun -np 2 python benchmarks/zero_optimizer.py --state-model small_resnet --time-model mlp
 """
 
 import argparse
@@ -54,7 +57,20 @@ def state(model_name):
     return rows, sum(v.numpy().nbytes for v in variables)
 
 
-def step_times(blocks, steps, batch):
+def mlp():
+    """Four 1024-wide layers on 32x32x3 images: 7.2 M parameters (27.4 MiB), little compute
+    per parameter, so the gradient exchange and Adam's update weigh in the step."""
+    inputs = tf.keras.Input((32, 32, 3))
+    x = tf.keras.layers.Flatten()(inputs)
+    for _ in range(4):
+        x = tf.keras.layers.Dense(1024, activation="relu")(x)
+    return tf.keras.Model(inputs, tf.keras.layers.Dense(10)(x))
+
+
+TIME_MODELS = {"small_resnet": small_resnet, "mlp": mlp}
+
+
+def step_times(build, blocks, steps, batch):
     rng = np.random.default_rng(hvd.rank())
     images = rng.random((batch * 4, 32, 32, 3), dtype=np.float32)
     labels = rng.integers(0, 10, batch * 4)
@@ -62,7 +78,7 @@ def step_times(blocks, steps, batch):
     models = {}
     for name, wrap in WRAPPERS:
         tf.keras.utils.set_random_seed(1)
-        model = small_resnet()
+        model = build()
         model.compile(optimizer=wrap(tf.keras.optimizers.Adam(1e-3)),
                       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)   # traces, warms up
@@ -83,6 +99,7 @@ def step_times(blocks, steps, batch):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--state-model", default="resnet50", choices=["resnet50", "small_resnet"])
+    parser.add_argument("--time-model", default="small_resnet", choices=sorted(TIME_MODELS))
     parser.add_argument("--blocks", type=int, default=7, help="timed rounds (0: none)")
     parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
     parser.add_argument("--batch", type=int, default=32)
@@ -104,10 +121,11 @@ def main():
         worst = max(per["ZeRO"][0] / per["Distributed"][0] for per in everyone)
         print(f"largest ratio {worst:.3f}; target 1/np + 5% = {1 / hvd.size() + 0.05:.3f}")
     if args.blocks:
-        ratios, seconds = step_times(args.blocks, args.steps, args.batch)
+        ratios, seconds = step_times(TIME_MODELS[args.time_model], args.blocks, args.steps,
+                                     args.batch)
         if hvd.rank() == 0:
             q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
-            print(f"step time, small_resnet 32 px, batch {args.batch}/rank, np={hvd.size()}: "
+            print(f"step time, {args.time_model} 32 px, batch {args.batch}/rank, np={hvd.size()}: "
                   f"ZeRO {statistics.median(seconds['ZeRO']) * 1e3:.1f} ms, Distributed "
                   f"{statistics.median(seconds['Distributed']) * 1e3:.1f} ms; ratio median "
                   f"{statistics.median(ratios):.3f} (quartiles {q[0]:.3f}..{q[2]:.3f})")
