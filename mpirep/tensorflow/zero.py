@@ -45,6 +45,10 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
             f"{_rank()}ZeroRedundancyOptimizer cannot clip by global norm "
             "(global_clipnorm): each rank holds only its own variables' gradients; use clipnorm "
             "or clipvalue, which act per variable")
+    if getattr(optimizer, "use_ema", False):
+        raise ValueError(
+            f"{_rank()}ZeroRedundancyOptimizer cannot keep a moving average of the weights "
+            "(use_ema): its final swap into the model would reach only this rank's variables")
     config = optimizer.get_config()
     if name is not None:
         config["name"] = name
