@@ -301,6 +301,8 @@ def assert_shard_of(zero, plain):
 def bad_input_names_the_problem():
     expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(
         keras.optimizers.Adam(0.1, global_clipnorm=1.0)))
+    expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(
+        keras.optimizers.Adam(0.1, use_ema=True)))
     expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(adam(), op=hvd.Max))
     if TF_KERAS is not None:
         expect_error(NotImplementedError, lambda: hvd.ZeroRedundancyOptimizer(
