@@ -7,6 +7,7 @@ or tf_keras with TF_USE_LEGACY_KERAS=1), and with Adam and a process set on tf_k
 it is installed beside Keras 3. Run under mpirun at any number of ranks."""
 
 import os
+import shutil
 import tempfile
 from importlib import metadata
 
@@ -287,6 +288,9 @@ def checkpoint_is_a_plain_optimizers_and_reshards():
     assert int(saved.iterations.numpy()) == BATCHES
     assert len(_variables(saved)) == len(_variables(dist))
     assert_shard_of(m.optimizer, saved)
+    hvd.allgather_object(0)   # every rank has read the files
+    if R == 0:
+        shutil.rmtree(directory)
 
 
 def assert_shard_of(zero, plain):
