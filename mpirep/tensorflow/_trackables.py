@@ -3,7 +3,10 @@ what commits them (the elastic states, the Replicator's among them)."""
 
 
 def optimizer_variables(optimizer):
-    """An optimizer's variables: a list in Keras 3, a method in tf_keras."""
+    """An optimizer's variables: a list in Keras 3, a method in tf_keras. Of a
+    ZeroRedundancyOptimizer, whose slots differ between ranks, those every rank holds alike."""
+    if hasattr(optimizer, "_mpirep_replicated_variables"):
+        return optimizer._mpirep_replicated_variables()
     variables = optimizer.variables
     return list(variables() if callable(variables) else variables)
 

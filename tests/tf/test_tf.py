@@ -113,6 +113,13 @@ def test_training(ranks, keras):
     assert_passed(mpirun(ranks, [JOBS / "training_job.py"], 300, env=keras_env(keras)), ranks)
 
 
+# At 2 ranks: one-rank process sets (the plain optimizer), a checkpoint resharded from 2 ranks
+# to 1; tf_keras's wrapper in the same job. The job passes at 3 ranks too (docs/zero.md).
+@pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3")]))
+def test_zero_redundancy_optimizer(ranks, keras):
+    assert_passed(mpirun(ranks, [JOBS / "zero_job.py"], TIMEOUT_S, env=keras_env(keras)), ranks)
+
+
 @pytest.mark.parametrize("ranks,keras", keras_cases([(1, "keras3"), (1, "tf_keras"),
                                                      (2, "keras3")]))
 def test_one_rank_reduces_no_gradient(ranks, keras):

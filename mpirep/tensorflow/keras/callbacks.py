@@ -183,7 +183,7 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
 
 class BestModelCheckpoint(tf.keras.callbacks.ModelCheckpoint):
     """Keeps the best model seen so far (by ``monitor``) at ``filepath``, written by rank 0
-    only."""
+    only. A ZeroRedundancyOptimizer's state is gathered first, at every epoch's check."""
 
     def __init__(self, monitor="val_loss", verbose=0, mode="auto", save_freq="epoch",
                  filepath="best.keras"):
@@ -191,5 +191,13 @@ class BestModelCheckpoint(tf.keras.callbacks.ModelCheckpoint):
                          mode=mode, save_freq=save_freq)
 
     def _save_model(self, *args, **kwargs):
+        # Keras calls this on every rank at every save_freq point, whether or not it saves:
+        # a ZeroRedundancyOptimizer's shards are gathered there on all ranks alike.
+        optimizer = getattr(self.model, "optimizer", None)
+        sharded = hasattr(optimizer, "gather_state")
+        if sharded:
+            optimizer.gather_state()
         if mpirep.rank() == 0:
             super()._save_model(*args, **kwargs)
+        if sharded:
+            optimizer._mpirep_release_gathered_state()

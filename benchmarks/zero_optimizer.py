@@ -1,0 +1,135 @@
+"""ZeroRedundancyOptimizer against DistributedOptimizer, both wrapping Adam: the optimizer state
+each rank holds, and the training step's time.
+
+    mpirun -np 2 python benchmarks/zero_optimizer.py                 # state and step time
+    mpirun -np 4 python benchmarks/zero_optimizer.py --blocks 0      # state only
+
+State: ResNet-50 (224 px, 1000 classes, --state-model) is built and each optimizer builds its
+slots for its trainable variables. Reported per rank: the bytes of the optimizer's variables,
+and how much the process's resident memory grew while the optimizer built them (ZeRO's first,
+so that memory freed by the other cannot be reused for it).
+
+Step time: Model.fit of the small ResNet-style CNN of tf_keras_cnn.py or of a 4-layer MLP
+(--time-model; 32 px, batch 32 per rank), ZeRO and DistributedOptimizer in alternating blocks
+of one job, so that load from other jobs on a shared host hits both alike. Reported: the
+median over blocks of the ratio of ZeRO's step time to DistributedOptimizer's in the same
+round, with its quartiles.
+
+    mpirun -np 2 python benchmarks/zero_optimizer.py --state-model small_resnet --time-model mlp
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import tensorflow as tf
+
+import mpirep.tensorflow.keras as hvd
+from tf_keras_cnn import small_resnet
+
+
+WRAPPERS = (("ZeRO", hvd.ZeroRedundancyOptimizer), ("Distributed", hvd.DistributedOptimizer))
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+def optimizer_bytes(optimizer):
+    variables = optimizer.variables
+    return sum(v.numpy().nbytes for v in (variables() if callable(variables) else variables))
+
+
+def state(model_name):
+    build = {"resnet50": lambda: tf.keras.applications.ResNet50(weights=None),
+             "small_resnet": small_resnet}[model_name]
+    tf.keras.utils.set_random_seed(1)
+    variables = build().trainable_variables
+    rows = {}
+    for name, wrap in WRAPPERS:
+        optimizer = wrap(tf.keras.optimizers.Adam(1e-3))
+        before = resident_bytes()
+        optimizer.build(variables)
+        grown = resident_bytes() - before
+        rows[name] = (optimizer_bytes(optimizer), grown)
+    return rows, sum(v.numpy().nbytes for v in variables)
+
+
+def mlp():
+    """Four 1024-wide layers on 32x32x3 images: 6.3 M parameters (24.1 MiB), little compute
+    per parameter, so the gradient exchange and Adam's update weigh in the step."""
+    inputs = tf.keras.Input((32, 32, 3))
+    x = tf.keras.layers.Flatten()(inputs)
+    for _ in range(4):
+        x = tf.keras.layers.Dense(1024, activation="relu")(x)
+    return tf.keras.Model(inputs, tf.keras.layers.Dense(10)(x))
+
+
+TIME_MODELS = {"small_resnet": small_resnet, "mlp": mlp}
+
+
+def step_times(build, blocks, steps, batch):
+    rng = np.random.default_rng(hvd.rank())
+    images = rng.random((batch * 4, 32, 32, 3), dtype=np.float32)
+    labels = rng.integers(0, 10, batch * 4)
+    data = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(batch)
+    models = {}
+    for name, wrap in WRAPPERS:
+        tf.keras.utils.set_random_seed(1)
+        model = build()
+        model.compile(optimizer=wrap(tf.keras.optimizers.Adam(1e-3)),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)   # traces, warms up
+        models[name] = model
+    ratios, seconds = [], {name: [] for name in models}
+    for _ in range(blocks):
+        times = {}
+        for name, model in models.items():
+            hvd.allreduce(np.zeros(1), name="zero_bench.barrier")
+            started = time.perf_counter()
+            model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+            times[name] = (time.perf_counter() - started) / steps
+            seconds[name].append(times[name])
+        ratios.append(times["ZeRO"] / times["Distributed"])
+    return ratios, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--state-model", default="resnet50", choices=["resnet50", "small_resnet"])
+    parser.add_argument("--time-model", default="small_resnet", choices=sorted(TIME_MODELS))
+    parser.add_argument("--blocks", type=int, default=7, help="timed rounds (0: none)")
+    parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
+    parser.add_argument("--batch", type=int, default=32)
+    args = parser.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    hvd.init()
+    rows, parameters = state(args.state_model)
+    everyone = hvd.allgather_object(rows)
+    if hvd.rank() == 0:
+        mib = 2.0 ** 20
+        print(f"optimizer state per rank, {args.state_model} with Adam, np={hvd.size()} "
+              f"(parameters: {parameters / mib:.1f} MiB)")
+        print("rank | ZeRO state MiB | Distributed state MiB | ratio | RSS growth ZeRO MiB | "
+              "RSS growth Distributed MiB")
+        for rank, per in enumerate(everyone):
+            zero, dist = per["ZeRO"], per["Distributed"]
+            print(f"{rank} | {zero[0] / mib:.1f} | {dist[0] / mib:.1f} | "
+                  f"{zero[0] / dist[0]:.3f} | {zero[1] / mib:.1f} | {dist[1] / mib:.1f}")
+        worst = max(per["ZeRO"][0] / per["Distributed"][0] for per in everyone)
+        print(f"largest ratio {worst:.3f}; target 1/np + 5% = {1 / hvd.size() + 0.05:.3f}")
+    if args.blocks:
+        ratios, seconds = step_times(TIME_MODELS[args.time_model], args.blocks, args.steps,
+                                     args.batch)
+        if hvd.rank() == 0:
+            q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+            print(f"step time, {args.time_model} 32 px, batch {args.batch}/rank, np={hvd.size()}: "
+                  f"ZeRO {statistics.median(seconds['ZeRO']) * 1e3:.1f} ms, Distributed "
+                  f"{statistics.median(seconds['Distributed']) * 1e3:.1f} ms; ratio median "
+                  f"{statistics.median(ratios):.3f} (quartiles {q[0]:.3f}..{q[2]:.3f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Checkpoints of a ZeroRedundancyOptimizer that look like a plain optimizer's.
+
+A plain optimizer saves its variables by position (Keras 3's ``save_own_variables``): first
+those it makes for itself (the step counter, ...), then the slots in the order its ``build``
+creates them. That order is found by building a stand-in of the same class and config, in
+plain mode, on stand-in variables of one element each: every variable is then named by a key,
+("slot", variable index, slot name) or ("own", position among the non-slot variables), which is
+the same on every rank and at every rank count. Saving writes the gathered full state in the
+plain order; loading picks this rank's shard out of it, whatever the count that saved it.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+import mpirep
+from mpirep.tensorflow.functions import allgather_object
+
+
+def _variables(optimizer):
+    variables = optimizer.variables
+    return list(variables() if callable(variables) else variables)
+
+
+def keys(optimizer):
+    slot_keys = optimizer._mpirep_zero.slot_keys
+    own = 0
+    result = []
+    for variable in _variables(optimizer):
+        if id(variable) in slot_keys:
+            result.append(("slot",) + slot_keys[id(variable)])
+        else:
+            result.append(("own", own))
+            own += 1
+    return result
+
+
+def _stand_in(variable):
+    shape = (1,) * len(variable.shape)
+    value = np.zeros(shape, tf.as_dtype(variable.dtype).as_numpy_dtype)
+    if hasattr(variable, "path"):  # Keras 3
+        import keras
+
+        stand_in = keras.Variable(value, trainable=False, name="stand_in")
+        if getattr(variable, "overwrite_with_gradient", False):
+            stand_in.overwrite_with_gradient = True
+        return stand_in
+    return tf.Variable(value, trainable=False, name="stand_in")
+
+
+def plain_layout(optimizer):
+    """The keys of a plain optimizer's variables, in the order it saves them."""
+    state = optimizer._mpirep_zero
+    stand_in = type(optimizer).from_config(optimizer.get_config())
+    stand_in._mpirep_zero.layout_only = True
+    with tf.init_scope():
+        stand_in.build([_stand_in(v) for v in state.variables])
+    return keys(stand_in)
+
+
+def _iterations(optimizer):
+    return int(optimizer.iterations.numpy())
+
+
+def gather(optimizer):
+    state = optimizer._mpirep_zero
+    mine = {key: np.asarray(v.numpy()) for key, v in zip(keys(optimizer), _variables(optimizer))}
+    merged = {}
+    for shard in allgather_object(mine, name="zero.gather_state",
+                                  process_set=state.process_set):
+        for key, value in shard.items():
+            if key[0] == "slot" or key not in merged:
+                merged[key] = value
+    layout = plain_layout(optimizer)
+    missing = [key for key in layout if key not in merged]
+    if missing:
+        raise RuntimeError(f"rank {mpirep.rank()}: no rank holds optimizer state {missing[:3]}")
+    state.gathered = (_iterations(optimizer), [merged[key] for key in layout])
+
+
+def save(optimizer, store):
+    state = optimizer._mpirep_zero
+    if state.gathered is None or state.gathered[0] != _iterations(optimizer):
+        raise RuntimeError(
+            f"rank {mpirep.rank()}: this ZeroRedundancyOptimizer holds 1/{state.plan.size} of "
+            "the optimizer state; call optimizer.gather_state() on every rank of its process "
+            "set after the last step and before saving")
+    for position, value in enumerate(state.gathered[1]):
+        store[str(position)] = value
+    state.gathered = None
+
+
+def load(optimizer, store):
+    layout = plain_layout(optimizer)
+    if len(store.keys()) != len(layout):
+        raise ValueError(
+            f"rank {mpirep.rank()}: the checkpoint holds {len(store.keys())} optimizer "
+            f"variables, but a plain {type(optimizer).__name__} with this model has "
+            f"{len(layout)}")
+    position = {key: p for p, key in enumerate(layout)}
+    for key, variable in zip(keys(optimizer), _variables(optimizer)):
+        variable.assign(store[str(position[key])])
