@@ -232,16 +232,23 @@ class _LegacyDistributedOptimizer(_Distributed, tf.compat.v1.train.Optimizer):
         return self._optimizer.variables(*args, **kwargs)
 
 
+def wrapping_class(base, wrapper, keras3_mixin, tf_keras_mixin, made):
+    """``base`` itself if it is already a ``wrapper``; else the subclass of ``base`` with the
+    mixin for its Keras, named like ``base`` so that saved configs name the user's class, and
+    made once per base (``made`` keeps them)."""
+    if issubclass(base, wrapper):
+        return base
+    if base not in made:
+        mixin = keras3_mixin if _is_keras3(base) else tf_keras_mixin
+        made[base] = type(base.__name__, (mixin, base), {"__module__": base.__module__})
+    return made[base]
+
+
 _classes = {}
 
 
 def wrapper_class(base):
-    if issubclass(base, _Distributed):
-        return base
-    if base not in _classes:
-        mixin = _Keras3 if _is_keras3(base) else _TfKeras
-        _classes[base] = type(base.__name__, (mixin, base), {"__module__": base.__module__})
-    return _classes[base]
+    return wrapping_class(base, _Distributed, _Keras3, _TfKeras, _classes)
 
 
 def _is_keras3(cls):

@@ -270,11 +270,6 @@ _classes = {}
 
 
 def wrapper_class(base):
-    from mpirep.tensorflow.optimizer import _is_keras3
+    from mpirep.tensorflow.optimizer import wrapping_class
 
-    if issubclass(base, _Zero):
-        return base
-    if base not in _classes:
-        mixin = _ZeroKeras3 if _is_keras3(base) else _ZeroTfKeras
-        _classes[base] = type(base.__name__, (mixin, base), {"__module__": base.__module__})
-    return _classes[base]
+    return wrapping_class(base, _Zero, _ZeroKeras3, _ZeroTfKeras, _classes)
