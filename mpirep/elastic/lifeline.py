@@ -86,7 +86,7 @@ class Lifeline:
     def _report_lost_peers(self):
         """Tells the driver once this rank's core has lost peers (docs/reliability.md), which
         their own lifelines may never say: a frozen process's kernel keeps its connection up."""
-        from mpirep._native import core
+        from mpirep._core_loader import core
 
         while True:
             time.sleep(LOSS_POLL_SECONDS)

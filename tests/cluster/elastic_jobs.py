@@ -12,6 +12,10 @@ import time
 from cluster_jobs import job_env
 
 
+EVENT_MARK = "ELASTIC "
+_DECODER = json.JSONDecoder()
+
+
 class Events:
     def __init__(self, on_event):
         self.events, self.lines = [], []
@@ -19,8 +23,11 @@ class Events:
 
     def _take(self, line):
         self.lines.append((time.time(), line))
-        if line.startswith("ELASTIC "):
-            event = json.loads(line[len("ELASTIC "):])
+        # mpirun forwards each rank's stdout and stderr separately, so another rank's text may
+        # precede an event on its line.
+        start = line.find(EVENT_MARK)
+        if start >= 0:
+            event, _ = _DECODER.raw_decode(line, start + len(EVENT_MARK))
             self.events.append(event)
             if self._on_event:
                 self._on_event(event, self)
