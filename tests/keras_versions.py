@@ -17,12 +17,12 @@ KERAS_3 = _keras_major() >= 3
 
 
 def keras_cases(cases):
-    """The (ranks, keras) cases that differ on the installed TensorFlow: where tf.keras is
+    """The (ranks, keras, ...) cases that differ on the installed TensorFlow: where tf.keras is
     Keras 2, the "keras3" cases run on it as "keras2", and the "tf_keras" ones, which would run
     the same Keras again, are left out."""
     if KERAS_3:
         return cases
-    return [(ranks, "keras2") for ranks, keras in cases if keras == "keras3"]
+    return [(ranks, "keras2", *rest) for ranks, keras, *rest in cases if keras == "keras3"]
 
 
 def keras_env(keras):
