@@ -7,7 +7,9 @@ turn, and on it
   * scaling efficiency of 2 hosts against 1 for Keras training (tf_keras_cnn.py): images/sec
     at 2 hosts x K ranks over twice those at 1 host x K, for K = 1 and 2;
   * how much gradient traffic a training step hides behind backprop (overlap.py), for each of
-    its models, at 2 hosts x 1 rank.
+    its models, at 2 hosts x 1 rank;
+  * ZeroRedundancyOptimizer's step time against DistributedOptimizer's (zero_optimizer.py) at
+    2 hosts x 1 rank.
 
 It holds the machine's cluster lock, brings the hosts up, writes everything to one JSON file
 and takes the hosts down again; benchmarks/run_all.py turns that file into docs/benchmarks.md's
@@ -55,6 +57,8 @@ def measure(rates, args, tmp):
     one_host = [[1, k, on_hosts(1, k, "tf_keras_cnn.py", tmp / f"cnn-1x{k}.json", *cnn_args)["images_per_sec"]]
                 for k in (1, 2)]
     overlap_args = ["--rounds", "1", "--steps", "1"] if args.quick else ["--rounds", str(args.overlap_rounds)]
+    zero_args = ["--state-model", "none", "--time-model", "mlp",
+                 *(["--blocks", "1", "--steps", "2"] if args.quick else ["--blocks", str(args.zero_blocks)])]
     results = {}
     for rate in rates:
         shaped = subprocess.run([str(CLUSTER / "shape"), rate], check=True, capture_output=True, text=True)
@@ -67,8 +71,9 @@ def measure(rates, args, tmp):
                                        *cnn_args)["images_per_sec"]])
         overlap = {model: on_hosts(2, 1, "overlap.py", tmp / f"overlap-{model}-{rate}.json",
                                    "--model", model, *overlap_args) for model in OVERLAP_MODELS}
+        zero = on_hosts(2, 1, "zero_optimizer.py", tmp / f"zero-{rate}.json", *zero_args)
         results[rate] = {"shape_output": shaped.stdout.strip(), "sweep": sweep, "cnn": cnn,
-                         "overlap": overlap}
+                         "overlap": overlap, "zero": zero}
     cluster("shape", "off")
     return results
 
@@ -79,6 +84,7 @@ def main():
     parser.add_argument("--rates", default="1gbit,10gbit", help="tc rates, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the allreduce sweep")
     parser.add_argument("--overlap-rounds", type=int, default=7, help="rounds of overlap.py")
+    parser.add_argument("--zero-blocks", type=int, default=7, help="timed blocks of zero_optimizer.py")
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny settings")
     parser.add_argument("--keep-hosts", action="store_true", help="leave the hosts up")
     args = parser.parse_args()

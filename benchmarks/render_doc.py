@@ -28,11 +28,13 @@ def render(results, out_dir):
         "tf_bridges": tf_bridges(results),
         "tf_resnet": tf_resnet(results),
         "tf_training": tf_training(results),
+        "zero": zero(results),
         "elastic_commit": elastic_commit(results),
         "elastic_recovery": elastic_recovery(results),
         "hosts_sweep": hosts_sweep(results, out_dir),
         "hosts_scaling": hosts_scaling(results),
         "hosts_overlap": hosts_overlap(results),
+        "hosts_zero": hosts_zero(results),
         "cost_model": results.get("cost_model_section") or "## Cost model\n\n" + missing(results, "cost_model"),
     }
     text = re.sub(r"\A<!--.*?-->\n", "", TEMPLATE.read_text(), flags=re.S)
@@ -226,6 +228,48 @@ def tf_training(results):
                          f"{low:.3f}-{high:.3f}"])
     return table(["ranks", "method", "images/s per rank", "ratio to alone", "quartiles"], rows,
                  ["---:", "---", "---:", "---:", "---:"])
+
+
+def _zero_step_row(label, step):
+    seconds = step["seconds"]
+    low, high = step["quartiles"]
+    return [label, f"{statistics.median(seconds['ZeRO']) * 1e3:.0f}",
+            f"{statistics.median(seconds['Distributed']) * 1e3:.0f}", f"{step['median']:.2f}",
+            f"{low:.2f}-{high:.2f}", str(len(step["ratios"]))]
+
+
+ZERO_STEP_HEADER = ["", "ZeRO ms", "Distributed ms", "ZeRO / Distributed", "quartiles", "rounds"]
+
+
+def zero(results):
+    runs = _per_np(results, "zero")
+    if not runs:
+        return missing(results, "zero")
+    mib = 2.0 ** 20
+    rows = []
+    for n, r in runs.items():
+        ratios = [per["ZeRO"]["state_bytes"] / per["Distributed"]["state_bytes"] for per in r["state"]["ranks"]]
+        growth = [per["ZeRO"]["rss_growth_bytes"] / mib for per in r["state"]["ranks"]]
+        dist_growth = [per["Distributed"]["rss_growth_bytes"] / mib for per in r["state"]["ranks"]]
+        rows.append([str(n), f"{max(per['ZeRO']['state_bytes'] for per in r['state']['ranks']) / mib:.1f}",
+                     f"{r['state']['ranks'][0]['Distributed']['state_bytes'] / mib:.1f}", f"{max(ratios):.3f}",
+                     f"{1 / n + 0.05:.3f}", f"{min(growth):.0f}-{max(growth):.0f}",
+                     f"{min(dist_growth):.0f}-{max(dist_growth):.0f}"])
+    out = [table(["np", "ZeRO state MiB (largest rank)", "Distributed state MiB", "ratio", "target",
+                  "RSS growth ZeRO MiB", "RSS growth Distributed MiB"], rows, ["---:"] * 7)]
+    steps = [_zero_step_row(f"np={n}, one host", r["step"]) for n, r in runs.items() if "step" in r]
+    if steps:
+        out += ["", table(ZERO_STEP_HEADER, steps)]
+    return "\n".join(out)
+
+
+def hosts_zero(results):
+    hosts = results.get("hosts")
+    if not hosts:
+        return missing(results, "hosts")
+    rows = [_zero_step_row(_link(rate, result), result["zero"]["step"])
+            for rate, result in hosts["rates"].items() if "zero" in result]
+    return table(ZERO_STEP_HEADER, rows) if rows else missing(results, "hosts")
 
 
 def elastic_commit(results):

@@ -58,6 +58,8 @@ class Settings:
                                     else ["--rounds", "4", "--cycle-times", "0"],
             "elastic_recovery": ["--repeats", "1", "--runs", "1", "--steps", "4"] if smoke else [],
             "across_hosts": ["--quick", "--rates", "1gbit"] if smoke else [],
+            "zero_optimizer": ["--state-model", "small_resnet", "--blocks", "1", "--steps", "2"] if smoke
+                              else ["--time-model", "mlp", "--blocks", "11"],
         }
 
 
@@ -114,10 +116,13 @@ def measure(settings, runner, hosts, cost_model_measure):
         results["tf_resnet50_round"] = runner.mpi("tf_resnet50_round", 2, a["tf_resnet50_round"], 900)
         results["tf_training"] = {str(n): runner.mpi("tf_training_overhead", n, a["tf_training_overhead"], 1800)
                                   for n in (1, 2)}
+        # Step times at 2 ranks; the state alone at 4.
+        results["zero"] = {str(n): runner.mpi("zero_optimizer", n, a["zero_optimizer"] + ([] if n == 2 else ["--blocks", "0"]),
+                                              1800) for n in (2, 4)}
         elastic_args = a["elastic_recovery"] + ([] if hosts else ["--commit-only"])
         results["elastic"] = runner.python("elastic_recovery", elastic_args)
     else:
-        for name in ("tf_bridges", "tf_resnet50_round", "tf_training", "elastic"):
+        for name in ("tf_bridges", "tf_resnet50_round", "tf_training", "zero", "elastic"):
             skipped[name] = "TensorFlow is not installed"
     if hosts:
         results["hosts"] = runner.python("across_hosts", a["across_hosts"], 7200)

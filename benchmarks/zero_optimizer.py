@@ -16,9 +16,13 @@ median over blocks of the ratio of ZeRO's step time to DistributedOptimizer's in
 round, with its quartiles.
 
     mpirun -np 2 python benchmarks/zero_optimizer.py --state-model small_resnet --time-model mlp
+
+--json F writes both for run_all.py (and across_hosts.py, which runs it across the emulated
+hosts with --state-model none).
 """
 
 import argparse
+import json
 import statistics
 import time
 
@@ -96,21 +100,13 @@ def step_times(build, blocks, steps, batch):
     return ratios, seconds
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--state-model", default="resnet50", choices=["resnet50", "small_resnet"])
-    parser.add_argument("--time-model", default="small_resnet", choices=sorted(TIME_MODELS))
-    parser.add_argument("--blocks", type=int, default=7, help="timed rounds (0: none)")
-    parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
-    parser.add_argument("--batch", type=int, default=32)
-    args = parser.parse_args()
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    hvd.init()
-    rows, parameters = state(args.state_model)
+def report_state(model_name):
+    """Prints the state table on rank 0; the per-rank rows for the results."""
+    rows, parameters = state(model_name)
     everyone = hvd.allgather_object(rows)
     if hvd.rank() == 0:
         mib = 2.0 ** 20
-        print(f"optimizer state per rank, {args.state_model} with Adam, np={hvd.size()} "
+        print(f"optimizer state per rank, {model_name} with Adam, np={hvd.size()} "
               f"(parameters: {parameters / mib:.1f} MiB)")
         print("rank | ZeRO state MiB | Distributed state MiB | ratio | RSS growth ZeRO MiB | "
               "RSS growth Distributed MiB")
@@ -120,15 +116,44 @@ def main():
                   f"{zero[0] / dist[0]:.3f} | {zero[1] / mib:.1f} | {dist[1] / mib:.1f}")
         worst = max(per["ZeRO"][0] / per["Distributed"][0] for per in everyone)
         print(f"largest ratio {worst:.3f}; target 1/np + 5% = {1 / hvd.size() + 0.05:.3f}")
+    return {"model": model_name, "parameter_bytes": parameters,
+            "ranks": [{name: {"state_bytes": per[name][0], "rss_growth_bytes": per[name][1]}
+                       for name in per} for per in everyone]}
+
+
+def report_step_times(args):
+    """Prints the step-time line on rank 0; the ratios and step times for the results."""
+    ratios, seconds = step_times(TIME_MODELS[args.time_model], args.blocks, args.steps, args.batch)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    if hvd.rank() == 0:
+        print(f"step time, {args.time_model} 32 px, batch {args.batch}/rank, np={hvd.size()}: "
+              f"ZeRO {statistics.median(seconds['ZeRO']) * 1e3:.1f} ms, Distributed "
+              f"{statistics.median(seconds['Distributed']) * 1e3:.1f} ms; ratio median "
+              f"{statistics.median(ratios):.3f} (quartiles {q[0]:.3f}..{q[2]:.3f})")
+    return {"model": args.time_model, "batch": args.batch, "steps_per_block": args.steps,
+            "ratios": ratios, "seconds": seconds, "median": statistics.median(ratios),
+            "quartiles": [q[0], q[2]]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--state-model", default="resnet50", choices=["resnet50", "small_resnet", "none"])
+    parser.add_argument("--time-model", default="small_resnet", choices=sorted(TIME_MODELS))
+    parser.add_argument("--blocks", type=int, default=7, help="timed rounds (0: none)")
+    parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--json", help="where rank 0 writes the results")
+    args = parser.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    hvd.init()
+    results = {"np": hvd.size()}
+    if args.state_model != "none":
+        results["state"] = report_state(args.state_model)
     if args.blocks:
-        ratios, seconds = step_times(TIME_MODELS[args.time_model], args.blocks, args.steps,
-                                     args.batch)
-        if hvd.rank() == 0:
-            q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
-            print(f"step time, {args.time_model} 32 px, batch {args.batch}/rank, np={hvd.size()}: "
-                  f"ZeRO {statistics.median(seconds['ZeRO']) * 1e3:.1f} ms, Distributed "
-                  f"{statistics.median(seconds['Distributed']) * 1e3:.1f} ms; ratio median "
-                  f"{statistics.median(ratios):.3f} (quartiles {q[0]:.3f}..{q[2]:.3f})")
+        results["step"] = report_step_times(args)
+    if args.json and hvd.rank() == 0:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=1)
 
 
 if __name__ == "__main__":
