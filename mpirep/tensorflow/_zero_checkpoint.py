@@ -61,7 +61,20 @@ def _iterations(optimizer):
     return int(optimizer.iterations.numpy())
 
 
+def is_sharded(optimizer):
+    """Whether ``optimizer`` is a built ZeroRedundancyOptimizer whose state is divided between
+    ranks, so that no rank's own variables are its whole state."""
+    state = getattr(optimizer, "_mpirep_zero", None)
+    return state is not None and state.plan is not None and not state.plain
+
+
 def gather(optimizer):
+    optimizer._mpirep_zero.gathered = (_iterations(optimizer), full_state(optimizer))
+
+
+def full_state(optimizer):
+    """Collective over the optimizer's process set: the whole state, every rank's shard merged,
+    as the values of a plain optimizer's variables in the order it saves them."""
     state = optimizer._mpirep_zero
     mine = {key: np.asarray(v.numpy()) for key, v in zip(keys(optimizer), _variables(optimizer))}
     merged = {}
@@ -74,7 +87,7 @@ def gather(optimizer):
     missing = [key for key in layout if key not in merged]
     if missing:
         raise RuntimeError(f"rank {mpirep.rank()}: no rank holds optimizer state {missing[:3]}")
-    state.gathered = (_iterations(optimizer), [merged[key] for key in layout])
+    return [merged[key] for key in layout]
 
 
 def save(optimizer, store):
@@ -90,6 +103,8 @@ def save(optimizer, store):
 
 
 def load(optimizer, store):
+    """Takes this rank's shard from ``store``: a plain optimizer's variables by position, keyed
+    "0", "1", ..."""
     layout = plain_layout(optimizer)
     if len(store.keys()) != len(layout):
         raise ValueError(

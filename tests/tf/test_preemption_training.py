@@ -19,5 +19,7 @@ def test_signal_save_and_resume(ranks, keras, tmp_path):
     job = mpirun(ranks, [REPO / "tests" / "tf" / "jobs" / "preemption_job.py", tmp_path], 300,
                  env=keras_env(keras))
     assert_passed(job, ranks)
-    # rank 0 alone says how to resume, once per stop
-    assert job.output.count("mpirep: preemption signal: saved epoch 1, 4 batches done") == 1
+    # rank 0 alone says how to resume, once per stop: with DistributedOptimizer and, under
+    # Keras 3, with ZeroRedundancyOptimizer
+    stops = 2 if keras == "keras3" else 1
+    assert job.output.count("mpirep: preemption signal: saved epoch 1, 4 batches done") == stops

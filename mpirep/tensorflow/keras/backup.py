@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import mpirep
 from mpirep.preemption import SignalWatcher, atomic_write, parse_signals, stop_job
+from mpirep.tensorflow import _zero_checkpoint
 from mpirep.tensorflow._trackables import build_optimizer, tracked_variables
 from mpirep.tensorflow.functions import broadcast_object, broadcast_variables
 
@@ -77,7 +78,15 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): steps_per_execution "
                              "must be 1")
         build_optimizer(model.optimizer, model.trainable_variables)
-        self._variables = tracked_variables([model, model.optimizer])
+        zero = getattr(model.optimizer, "_mpirep_zero", None)
+        if zero is not None and zero.process_set.size() != mpirep.size():
+            raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): the "
+                             "ZeroRedundancyOptimizer must shard over every rank, not a process "
+                             "set of some of them")
+        # A sharded ZeroRedundancyOptimizer's state is backed up whole, gathered from every
+        # rank, laid out as a plain optimizer's: the backup is the one a plain optimizer makes.
+        self._sharded = _zero_checkpoint.is_sharded(model.optimizer)
+        self._variables = tracked_variables([model] if self._sharded else [model, model.optimizer])
         resume = broadcast_object(self._restore_on_rank0() if mpirep.rank() == 0 else None, 0,
                                   name="mpirep.backup.resume")
         if resume and "error" in resume:
@@ -85,6 +94,8 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
                              f"{resume['error']}")
         if resume:
             broadcast_variables(self._variables, 0)
+            if self._sharded:
+                _zero_checkpoint.load(model.optimizer, resume["optimizer_state"])
             self._resume_at(resume["epoch"], resume["batch"])
         self._since_saved = 0
         self._watcher = SignalWatcher(parse_signals(mpirep.config().preemption_signals)).install()
@@ -92,18 +103,25 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
     def _restore_on_rank0(self):
         if not os.path.exists(self._path):
             return None
+        optimizer_state = (len(_zero_checkpoint.plain_layout(self.model.optimizer))
+                           if self._sharded else 0)
         with np.load(self._path) as saved:
             count = int(saved["count"])
-            if count != len(self._variables):
+            if count != len(self._variables) + optimizer_state:
                 return {"error": f"it holds {count} variables, the model and optimizer "
-                                 f"{len(self._variables)}"}
+                                 f"{len(self._variables) + optimizer_state}"}
             for i, variable in enumerate(self._variables):
                 value = saved[f"v{i}"]
                 if tuple(value.shape) != tuple(variable.shape):
                     return {"error": f"variable {i} ({_variable_name(variable)}) has shape "
                                      f"{tuple(variable.shape)}, the backup {value.shape}"}
                 variable.assign(value)
-            return {"epoch": int(saved["epoch"]), "batch": int(saved["batch"])}
+            resume = {"epoch": int(saved["epoch"]), "batch": int(saved["batch"])}
+            if self._sharded:   # every rank takes its shard from these
+                first = len(self._variables)
+                resume["optimizer_state"] = {str(p): saved[f"v{first + p}"]
+                                             for p in range(optimizer_state)}
+            return resume
 
     def _resume_at(self, epoch, batch):
         model = self.model
@@ -161,11 +179,14 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         self._since_saved = 0
         if batch and batch == self.params.get("steps"):
             epoch, batch = epoch + 1, 0
+        values = [v.numpy() for v in self._variables] if mpirep.rank() == 0 else []
+        if self._sharded:   # a collective: every rank gathers
+            values += _zero_checkpoint.full_state(self.model.optimizer)
         if mpirep.rank() != 0:
             return
-        arrays = {f"v{i}": np.asarray(v.numpy()) for i, v in enumerate(self._variables)}
+        arrays = {f"v{i}": np.asarray(value) for i, value in enumerate(values)}
         with atomic_write(self._path) as temporary, open(temporary, "wb") as file:
-            np.savez(file, count=len(self._variables), epoch=epoch, batch=batch, **arrays)
+            np.savez(file, count=len(values), epoch=epoch, batch=batch, **arrays)
 
     def on_train_end(self, logs=None):
         self._watcher.uninstall()

@@ -8,6 +8,7 @@ A stopped run ends in SystemExit, which a job outside a test would leave to end 
 here each check catches it and resumes in the same process, from the backup on disk."""
 
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -36,11 +37,11 @@ def data():
     return x[R::N], y[R::N]
 
 
-def compiled_model():
+def compiled_model(wrap=hvd.DistributedOptimizer):
     keras.utils.set_random_seed(1234)
     model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(5, activation="tanh"),
                               keras.layers.Dense(1)])
-    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.Adam(0.01)), loss="mse")
+    model.compile(optimizer=wrap(keras.optimizers.Adam(0.01)), loss="mse")
     return model
 
 
@@ -107,6 +108,34 @@ def signal_on_one_rank_mid_epoch_then_resume():
     assert int(resumed.optimizer.iterations.numpy()) == len(ALL_BATCHES)
     mpirep.barrier()
     assert not backup.exists()   # delete_checkpoint
+
+
+@check
+def zero_optimizer_backs_up_its_whole_state():
+    """A ZeroRedundancyOptimizer's backup holds every rank's shard, laid out as a plain
+    optimizer's: the stopped job resumes to an uninterrupted ZeRO run's weights, bit for bit,
+    and DistributedOptimizer resumes from the same backup."""
+    zero = hvd.ZeroRedundancyOptimizer
+    uninterrupted_zero = compiled_model(zero)
+    fit(uninterrupted_zero, SCRATCH / f"zero-plain{R}", [])
+    backup, copy = SCRATCH / "zero", SCRATCH / "zero-copy"
+    try:
+        fit(compiled_model(zero), backup, [], signal_at=STOP_AT if R == 1 else None)
+        raise AssertionError("fit went on after the signal")
+    except SystemExit as stopped:
+        assert stopped.code == EXIT_STATUS, stopped.code
+    if R == 0:
+        shutil.copytree(backup, copy)
+    mpirep.barrier()
+    trained = []
+    resumed = compiled_model(zero)
+    fit(resumed, backup, trained)
+    assert trained == ALL_BATCHES[ALL_BATCHES.index(STOP_AT) + 1:], trained
+    assert weights(resumed).tobytes() == weights(uninterrupted_zero).tobytes()
+    same_on_every_rank(hvd, weights(resumed))
+    plain = compiled_model()
+    fit(plain, copy, [])
+    np.testing.assert_allclose(weights(plain), REFERENCE, rtol=1e-5, atol=1e-6)
 
 
 @check
