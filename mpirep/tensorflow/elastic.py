@@ -104,6 +104,11 @@ class TensorFlowKerasState(_VariablesState):
                              "or run it on a batch")
         self.model = model
         self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
+        if hasattr(self.optimizer, "_mpirep_zero"):
+            # Its shards are planned for the ranks it was built on, which a reset changes.
+            raise ValueError(f"rank {mpirep.rank()}: elastic states cannot hold a "
+                             "ZeroRedundancyOptimizer; use DistributedOptimizer for elastic "
+                             "training (docs/zero.md)")
         if self.optimizer is not None:
             build_optimizer(self.optimizer, model.trainable_variables)
         super().__init__(**kwargs)

@@ -338,6 +338,9 @@ def bad_input_names_the_problem():
     if TF_KERAS is not None:
         expect_error(NotImplementedError, lambda: hvd.ZeroRedundancyOptimizer(
             TF_KERAS.optimizers.legacy.Adam(0.1)))
+    compiled = model()
+    compiled.compile(optimizer=hvd.ZeroRedundancyOptimizer(adam()), loss="mse")
+    expect_error(ValueError, lambda: hvd.elastic.KerasState(compiled, batch=0))
     a, b = tf.Variable([1.0, 2.0]), tf.Variable([3.0])
     opt = hvd.ZeroRedundancyOptimizer(sgd())
     opt.build([a, b])
