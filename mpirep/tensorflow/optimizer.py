@@ -17,6 +17,7 @@ from mpirep.tensorflow._accumulation import GradientAccumulator
 from mpirep.tensorflow._gradients import GradientReducer, VariableSet
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.gradient_tape import local_layer_variables
+from mpirep.tensorflow.loss_scale import agree_on_skipped_steps
 from mpirep.tensorflow.process_sets import global_process_set
 
 
@@ -239,6 +240,7 @@ def wrapping_class(base, wrapper, keras3_mixin, tf_keras_mixin, made):
     if issubclass(base, wrapper):
         return base
     if base not in made:
+        agree_on_skipped_steps()
         mixin = keras3_mixin if _is_keras3(base) else tf_keras_mixin
         made[base] = type(base.__name__, (mixin, base), {"__module__": base.__module__})
     return made[base]

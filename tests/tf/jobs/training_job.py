@@ -61,6 +61,33 @@ def fit_loss_falls_and_weights_identical():
 
 
 @check
+def mixed_precision_skips_a_step_on_every_rank_or_none():
+    """Under mixed_float16 the loss-scale optimizer skips a step whose gradients overflowed:
+    they overflow on the last rank alone, in the second of four batches, and every rank skips
+    that step and halves its loss scale, with DistributedOptimizer and with ZeRO."""
+    for wrap in (hvd.DistributedOptimizer, hvd.ZeroRedundancyOptimizer):
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        try:
+            keras.utils.set_random_seed(3)
+            m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4),
+                                  keras.layers.Dense(1, dtype="float32")])
+            m.compile(optimizer=wrap(keras.optimizers.SGD(0.01)), loss="mse")
+            x = np.ones((32, 4), np.float32) * (R + 1) / N
+            if R == N - 1:
+                x[8:16] = 6e4   # beyond float16's range
+            m.fit(x, np.ones((32, 1), np.float32), batch_size=8, epochs=1, shuffle=False,
+                  verbose=0)
+        finally:
+            keras.mixed_precision.set_global_policy("float32")
+        optimizer = m.optimizer   # Keras 3's names, then tf_keras's
+        final = float(optimizer.dynamic_scale if hasattr(optimizer, "dynamic_scale")
+                      else optimizer.loss_scale)
+        assert final == float(optimizer.initial_scale) / 2, (wrap, optimizer.initial_scale, final)
+        same_on_every_rank(hvd, weights(m))
+        same_on_every_rank(hvd, [int(optimizer.iterations.numpy()), final])
+
+
+@check
 def backward_passes_per_step_two():
     x, y = data()
     m = model(seed=200 + R)
