@@ -13,7 +13,7 @@ EPOCH, writes its pid to OUT/paused.<rank>, and waits there until its own preemp
 arrived, sent by the test once those files exist; the other ranks go on into the step's
 agreement, which waits for the paused ones. With --hold-save, rank 0's save at the agreed stop
 waits, through mpirep.preemption._atomic's test hook, before its rename until rank 0 receives
-another signal; it writes OUT/saving first, for the test to look at the old backup meanwhile.
+a signal during it; it writes OUT/saving first, for the test to look at the old backup meanwhile.
 
 Each rank appends every batch that stepped its optimizer to OUT/trained.<rank>, as "start epoch
 batch", and rank 0 every backup it writes to OUT/saves, as "start file". A start that completes
@@ -80,9 +80,8 @@ def log_save(temporary, path):
 
 
 def hold_save_until_signalled(watcher):
-    signals_before = len(watcher.received)
-
     def hold(temporary, path):
+        signals_before = len(watcher.received)
         log_save(temporary, path)
         (OUT / "saving").write_text(temporary)
         wait_until(lambda: len(watcher.received) > signals_before, "signal during the save")
