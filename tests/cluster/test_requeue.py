@@ -93,8 +93,9 @@ def saves(tmp_path, start, file):
     return lines.count(f"{start} {file}")
 
 
+# Model.fit on one node is test_one_rank_signalled_then_every_rank_during_the_save, which checks
+# all this too: one job less in the cluster suite's time.
 @pytest.mark.parametrize("mode,cluster", [
-    pytest.param("fit", "slurm1", marks=pytest.mark.slurm1),
     pytest.param("fit", "slurm2", marks=pytest.mark.slurm2),     # one rank on each node
     pytest.param("loop", "slurm1", marks=pytest.mark.slurm1)])
 def test_a_signalled_job_requeues_itself_and_resumes(tmp_path, mode, cluster):
