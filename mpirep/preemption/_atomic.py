@@ -6,6 +6,11 @@ import contextlib
 import os
 import tempfile
 
+#: A test hook, None in use: when set, ``atomic_write`` calls it with the temporary file's name
+#: and the final path once the new content is on disk and before it replaces the old, so that
+#: a test can hold a save open at exactly that point (tests/cluster/preemption_job.py).
+before_replace = None
+
 
 def _fsync_directory(path):
     descriptor = os.open(path, os.O_RDONLY)
@@ -28,6 +33,8 @@ def atomic_write(path):
         yield temporary
         with open(temporary, "rb+") as written:
             os.fsync(written.fileno())
+        if before_replace is not None:
+            before_replace(temporary, path)
         os.replace(temporary, path)
         _fsync_directory(directory)
     finally:

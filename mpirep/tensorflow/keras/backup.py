@@ -33,6 +33,13 @@ def _is_tf_keras(model):
     return hasattr(model, "_maybe_load_initial_counters_from_ckpt")
 
 
+def _steps_per_execution(model):
+    """The compiled steps_per_execution: a number, or "auto" where tf_keras tunes it."""
+    if getattr(model, "_autotune_steps_per_execution", False):
+        return "auto"
+    return int(np.asarray(getattr(model, "steps_per_execution", None) or 1))
+
+
 def _variable_name(variable):
     return getattr(variable, "path", None) or variable.name
 
@@ -74,9 +81,11 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         if not model.built:
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): the model must be built "
                              "before fit (call it on a batch, or give it an Input)")
-        if int(np.asarray(getattr(model, "steps_per_execution", None) or 1)) != 1:
+        steps = _steps_per_execution(model)
+        if steps != 1:
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): steps_per_execution "
-                             "must be 1")
+                             f"is {steps!r}; it must be 1, for the ranks "
+                             "to agree on stopping after a batch (docs/preemption.md)")
         build_optimizer(model.optimizer, model.trainable_variables)
         zero = getattr(model.optimizer, "_mpirep_zero", None)
         if zero is not None and zero.process_set.size() != mpirep.size():

@@ -287,6 +287,22 @@ def replicator_steps_through_the_handler():
     same_on_every_rank(hvd, resumed)
 
 
+@check
+def more_than_one_step_per_execution_is_refused():
+    """The agreement needs a step boundary after every batch."""
+    spelled = ["auto", 2] if LEGACY else [2]   # only tf_keras tunes it ("auto")
+    for steps in spelled:
+        model = compiled_model()
+        model.compile(optimizer=model.optimizer, loss="mse", steps_per_execution=steps)
+        try:
+            fit(model, SCRATCH / f"steps{R}", [])
+            raise AssertionError(f"fit ran with steps_per_execution={steps!r}")
+        except ValueError as error:
+            assert f"BackupAndRestore (rank {R}): steps_per_execution is {steps!r}; it must be 1" \
+                in str(error), error
+
+
 # Under tf_keras only what differs between the Kerases runs again: the restore and the resumed
 # epoch; the custom loops hardly depend on the Keras.
-run(hvd, only=lambda check: not LEGACY or check is signal_on_one_rank_mid_epoch_then_resume)
+run(hvd, only=lambda check: not LEGACY or check in (signal_on_one_rank_mid_epoch_then_resume,
+                                                    more_than_one_step_per_execution_is_refused))
