@@ -65,35 +65,39 @@ void ShmAllreduce::Allreduce(const Pieces& in, void* out, int64_t count, DataTyp
     return;
   }
   const int64_t per_block = std::max<int64_t>(1, static_cast<int64_t>(slot_bytes_) / esize);
-  for (int64_t start = 0; start < count; start += per_block) {
-    const int64_t block_count = std::min(per_block, count - start);
-    in.CopyTo(Slot(rank_, ++block_), start * esize, block_count * esize);
-    Raise(kArrived, block_);
-    ReduceBlock(target + start * esize, block_count, dtype, op, epilogue);
-  }
-}
-
-// Steps 2 and 3 of block_, whose `count` elements go to `out`.
-void ShmAllreduce::ReduceBlock(char* out, int64_t count, DataType dtype, ReduceOp op,
-                               const Ring::Epilogue& epilogue) {
-  const int64_t esize = static_cast<int64_t>(ElementSize(dtype));
-  const std::vector<int64_t> shares = EvenSegments(count, size_);
-  std::vector<int64_t> offsets(size_, 0);
-  for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + shares[r - 1] * esize;
-  AwaitAll(kArrived, block_);
-  const int64_t mine = offsets[rank_];
-  if (shares[rank_] > 0) {
-    // Into the output, not the own slot, which still holds this rank's operand for the sum.
-    char* result = out + mine;
-    Reduce(result, Slot(0, block_) + mine, Slot(1, block_) + mine, shares[rank_], dtype, op);
-    for (int r = 2; r < size_; ++r) Reduce(result, result, Slot(r, block_) + mine, shares[rank_], dtype, op);
-    epilogue(result, shares[rank_]);
-    std::memcpy(Slot(rank_, block_) + mine, result, shares[rank_] * esize);
-  }
-  Raise(kReduced, block_);
-  AwaitAll(kReduced, block_);
-  for (int r = 0; r < size_; ++r) {
-    if (r != rank_ && shares[r] > 0) std::memcpy(out + offsets[r], Slot(r, block_) + offsets[r], shares[r] * esize);
+  const int64_t blocks = (count + per_block - 1) / per_block;
+  const uint64_t first = block_ + 1;
+  block_ += static_cast<uint64_t>(blocks);
+  auto elements = [&](int64_t b) { return std::min(per_block, count - b * per_block); };
+  auto copy_in = [&](int64_t b) {
+    in.CopyTo(Slot(rank_, first + b), b * per_block * esize, elements(b) * esize);
+    Raise(kArrived, first + b);
+  };
+  if (blocks > 0) copy_in(0);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t block = first + b;
+    char* const block_out = target + b * per_block * esize;
+    const std::vector<int64_t> shares = EvenSegments(elements(b), size_);
+    std::vector<int64_t> offsets(size_, 0);  // in bytes
+    for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + shares[r - 1] * esize;
+    AwaitAll(kArrived, block);
+    if (shares[rank_] > 0) {
+      // Into the output, not the own slot, which still holds this rank's operand.
+      const int64_t mine = offsets[rank_];
+      char* result = block_out + mine;
+      Reduce(result, Slot(0, block) + mine, Slot(1, block) + mine, shares[rank_], dtype, op);
+      for (int r = 2; r < size_; ++r) Reduce(result, result, Slot(r, block) + mine, shares[rank_], dtype, op);
+      epilogue(result, shares[rank_]);
+      std::memcpy(Slot(rank_, block) + mine, result, shares[rank_] * esize);
+    }
+    Raise(kReduced, block);
+    AwaitAll(kReduced, block);
+    // The next block's copy in first, so that the others can start reducing it while this rank
+    // copies this block out.
+    if (b + 1 < blocks) copy_in(b + 1);
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_ && shares[r] > 0) std::memcpy(block_out + offsets[r], Slot(r, block) + offsets[r], shares[r] * esize);
+    }
   }
 }
 

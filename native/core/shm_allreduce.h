@@ -8,8 +8,8 @@
 //      rank's slot, always in rank order 0, 1, ..., n-1, applies the epilogue (averaging,
 //      postscaling) to it, writes it to its output and back into its own slot, and raises its
 //      `reduced` flag to k;
-//   3. once every rank has reduced, copies the other ranks' shares from their slots into its
-//      output.
+//   3. once every rank has reduced, copies block k+1 in (step 1), so that the others can go on
+//      with it, and then the other ranks' shares of block k from their slots into its output.
 // Each element is thus reduced in one fixed order and scaled once, by its owner, and every
 // rank copies the same bits: results are bit-identical on every rank. The input is copied
 // once into the segment and the result once out of it; the slots stay in the cache between
@@ -55,7 +55,6 @@ class ShmAllreduce {
   void Raise(Flag flag, uint64_t block);
   // Until every rank's `flag` has reached `block`.
   void AwaitAll(Flag flag, uint64_t block);
-  void ReduceBlock(char* out, int64_t count, DataType dtype, ReduceOp op, const Ring::Epilogue& epilogue);
 
   char* const segment_;
   const int rank_;
