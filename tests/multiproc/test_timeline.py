@@ -17,7 +17,7 @@ SMALL = [f"small/{i}" for i in range(4)]
 TRANSFERS = {"RING_ALLREDUCE", "SHM_ALLREDUCE"}
 
 
-def transfer(ranks):
+def transfer_phase(ranks):
     """Every allreduce of the job's ranks, all on this host, goes through shared memory (the
     default shm_allreduce); a rank alone runs the ring, which copies its input."""
     return "SHM_ALLREDUCE" if ranks > 1 else "RING_ALLREDUCE"
@@ -25,7 +25,7 @@ def transfer(ranks):
 
 def fused_phases(ranks):
     """Both read fused tensors where they lie: no PACK."""
-    return [transfer(ranks), "UNPACK"]
+    return [transfer_phase(ranks), "UNPACK"]
 
 
 def executed(operation):
@@ -50,7 +50,7 @@ def check_step_tracks(events, ranks, steps):
             # The first step is always negotiated.
             negotiated = phases[:1] == ["NEGOTIATE"]
             assert negotiated or index > 0, (name, phases)
-            large, alone, fused = [transfer(ranks)], [transfer(ranks)], fused_phases(ranks)
+            large, alone, fused = [transfer_phase(ranks)], [transfer_phase(ranks)], fused_phases(ranks)
             if negotiated:
                 large, alone, fused = (["NEGOTIATE", "QUEUE", *p] for p in (large, alone, fused))
             if name == "large":
@@ -116,7 +116,7 @@ def test_started_and_stopped_at_run_time(ranks, mark_cycles, tmp_path):
         assert not marks
     second = trace_events.tracks(trace_events.load(tmp_path / "second.json"))
     assert list(second) == ["second"] and [s["name"] for s in second["second"]] == \
-        ["NEGOTIATE", "QUEUE", transfer(ranks)]
+        ["NEGOTIATE", "QUEUE", transfer_phase(ranks)]
     assert not (tmp_path / "early.json").exists() and not (tmp_path / "no").exists()
 
 
