@@ -1,6 +1,7 @@
 """One ResNet-50 gradient round: the 214 float32 gradients issued as async mpirep allreduces
 (Sum, in backprop order: last layer first), against one MPI_Allreduce of all 25,583,592 floats
-and against 214 separate MPI_Allreduce calls, in the same run. Run under mpirun."""
+and against 214 separate MPI_Allreduce calls, in the same run. The fused MPI baseline runs out
+of place and in place; the faster counts. Run under mpirun."""
 import numpy as np
 from mpi4py import MPI
 
@@ -15,6 +16,7 @@ def main():
     config = start(args)
     flat = exact_floats(comm.rank, TOTAL)
     flat_out = np.empty_like(flat)
+    work = flat.copy()  # reduced in place again and again: only its time counts
     grads = split(flat)
     outs = [np.empty_like(g) for g in grads]
     order = list(reversed(range(len(grads))))
@@ -36,8 +38,10 @@ def main():
     t = median_times(comm, {
         "mpirep": mpirep_round,
         "mpi_fused": lambda: comm.Allreduce(flat, flat_out, op=MPI.SUM),
+        "mpi_fused_in_place": lambda: comm.Allreduce(MPI.IN_PLACE, work, op=MPI.SUM),
         "mpi_per_tensor": mpi_per_tensor,
     }, args.repeats)
+    t["mpi_fused"] = min(t["mpi_fused"], t.pop("mpi_fused_in_place"))
     best = min(t["mpi_fused"], t["mpi_per_tensor"])
     rows = [[name, f"{s * 1e3:.2f}", f"{t['mpirep'] / s:.2f}"] for name, s in t.items()]
     print_table(comm, f"ResNet-50 gradient round, {len(SHAPES)} tensors, {TOTAL * 4 / 2**20:.1f} MiB, "

@@ -23,7 +23,7 @@ Shape WithFirstDim(const Shape& shape, int64_t first) {
 }  // namespace
 
 Executor::Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allreduce_bytes,
-                   std::optional<HostTransports> hosts, int64_t hierarchical_allreduce)
+                   std::optional<HostTransports> hosts, int64_t hierarchical_allreduce, ShmAllreduce* shm)
     : transport_(transport),
       rank_(transport.rank()),
       size_(transport.size()),
@@ -31,7 +31,8 @@ Executor::Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allr
       ring_(transport, chunk_bytes_),
       doubling_(transport),
       small_allreduce_bytes_(std::min<int64_t>(small_allreduce_bytes, kMaxMessageBytes)),
-      hierarchical_allreduce_(hierarchical_allreduce) {
+      hierarchical_allreduce_(hierarchical_allreduce),
+      shm_(shm) {
   if (hosts) hierarchical_ = std::make_unique<HierarchicalAllreduce>(*hosts, chunk_bytes_);
 }
 
@@ -49,6 +50,11 @@ void Executor::ReduceBuffer(const Pieces& in, void* out, int64_t count, DataType
                             ReduceOp op, const Ring::Epilogue& epilogue) {
   const int64_t bytes = count * static_cast<int64_t>(ElementSize(dtype));
   const bool hierarchical = Hierarchical();
+  if (!hierarchical && shm_) {
+    BeginPhase("SHM_ALLREDUCE");
+    shm_->Allreduce(in, out, count, dtype, op, epilogue);
+    return;
+  }
   if (!hierarchical && (size_ <= 2 || bytes > small_allreduce_bytes_)) {
     BeginPhase("RING_ALLREDUCE");
     ring_.Allreduce(in, out, count, dtype, op, epilogue);

@@ -13,6 +13,7 @@
 #include "operation.h"
 #include "phase_log.h"
 #include "ring.h"
+#include "shm_allreduce.h"
 #include "transport.h"
 
 namespace mpirep {
@@ -24,8 +25,11 @@ class Executor {
   // ranks or more. `hosts`: the same ranks grouped by host, given only where every host has as
   // many of them as the others.
   // `hierarchical_allreduce`: the setting of that name (negative: auto, 0: off, positive: on).
+  // `shm`: given where every rank of the transport is on this host and shared memory is on;
+  // the flat allreduce then goes through it (it must outlive the executor).
   Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allreduce_bytes,
-           std::optional<HostTransports> hosts = std::nullopt, int64_t hierarchical_allreduce = -1);
+           std::optional<HostTransports> hosts = std::nullopt, int64_t hierarchical_allreduce = -1,
+           ShmAllreduce* shm = nullptr);
 
   // Runs `response` (kind EXECUTE) over `ops`, the local operations it names, in its order.
   // Returns one status per op, and fills `result` for alltoall and join. With `phases`, records
@@ -59,10 +63,11 @@ class Executor {
   // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or over the flat
   // transport; decided per collective from the setting, the same way on every rank.
   bool Hierarchical() const;
-  // Over the flat transport: the ring, or doubling for small buffers at three ranks or more (at
-  // two the ring already sends each half once each way; doubling would save one message's
-  // latency but reduce the whole buffer on both ranks, and measured no faster). The ring reads
-  // `in` where it lies; the others take it packed into `out` first.
+  // Over the flat transport: shared memory where there is some, else the ring, or doubling for
+  // small buffers at three ranks or more (at two the ring already sends each half once each
+  // way; doubling would save one message's latency but reduce the whole buffer on both ranks,
+  // and measured no faster). Shared memory and the ring read `in` where it lies; the others
+  // take it packed into `out` first.
   void ReduceBuffer(const Pieces& in, void* out, int64_t count, DataType dtype, ReduceOp op,
                     const Ring::Epilogue& epilogue);
   // Averaging and postscaling, applied once to each fully reduced chunk on its owner.
@@ -77,6 +82,7 @@ class Executor {
   int64_t small_allreduce_bytes_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // null: no host grouping
   int64_t hierarchical_allreduce_;
+  ShmAllreduce* shm_;  // null: not all on one host, or shared memory off
   WorkBuffer fusion_buffer_;  // reused by every fused allreduce
   WorkBuffer spare_;          // for outputs the adapter could not allocate
   PhaseLog* phases_ = nullptr;       // during Run, when its caller records phases

@@ -46,8 +46,9 @@ ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config, const std::f
     : comm_(comm),
       transport_(comm, while_waiting),
       hosts_(comm, while_waiting),
+      shared_memory_(comm, config.shm_allreduce, while_waiting),
       executor_(transport_, config.chunk_bytes, config.small_allreduce_bytes, hosts_.transports(),
-                RankZerosValue(comm, config.hierarchical_allreduce)) {
+                RankZerosValue(comm, config.hierarchical_allreduce), shared_memory_.allreduce()) {
   if (config.hierarchical_allreduce > 0 && !hosts_.transports() && transport_.rank() == 0) {
     std::fprintf(stderr,
                  "[mpirep] hierarchical_allreduce=1, but the hosts of a %d-rank set hold different "

@@ -13,6 +13,7 @@
 #include "core/executor.h"
 #include "core/process_sets.h"
 #include "core/settings.h"
+#include "host_shared_memory.h"
 #include "mpi_transport.h"
 
 namespace mpirep {
@@ -53,7 +54,7 @@ class ProcessSetComm final : public SetChannel {
  public:
   // Collective over `comm`, the set's payload communicator, which it takes over: it is freed
   // with the channel, when the set is removed or the runtime ends. Every rank takes rank 0's
-  // hierarchical_allreduce, so that all choose the same path. `while_waiting`: called on every
+  // hierarchical_allreduce and shm_allreduce, so that all choose the same path. `while_waiting`: called on every
   // poll of the set's waits (peer liveness); it must outlive the channel.
   ProcessSetComm(MPI_Comm comm, const Config& config, const std::function<void()>* while_waiting);
 
@@ -63,6 +64,7 @@ class ProcessSetComm final : public SetChannel {
   OwnedComm comm_;  // first: freed after everything that runs on it
   MpiTransport transport_;
   HostComms hosts_;
+  HostSharedMemory shared_memory_;
   Executor executor_;
 };
 

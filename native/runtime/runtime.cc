@@ -210,6 +210,8 @@ void Runtime::CheckSettingsAgree() {
                                                       {"fusion_threshold", config_.fusion_threshold},
                                                       {"small_allreduce_bytes", config_.small_allreduce_bytes},
                                                       {"chunk_bytes", config_.chunk_bytes},
+                                                      // a rank in shared memory and one on the ring would wait for each other
+                                                      {"shm_allreduce", config_.shm_allreduce},
                                                       // the heartbeats' communicator exists only where it is on
                                                       {"peer_timeout_seconds (in ms)", std::llround(config_.peer_timeout_seconds * 1000)},
                                                       // training that backs up agrees on a stop at each step only where it is set

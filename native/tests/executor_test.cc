@@ -2,7 +2,8 @@
 // negotiation (Coordinator, then PlanFusion) makes from every rank's requests: fused allreduce
 // with every op and scale factors, broadcast from every root, allgather with uneven rows,
 // alltoall with a split matrix, reducescatter, a joined rank's stand-ins, and an output that
-// cannot be allocated. Inputs depend on rank and index, expected values are closed forms, and
+// cannot be allocated. Allreduces run by the ring, by recursive doubling and through shared
+// memory (one segment that the threads share). Inputs depend on rank and index, expected values are closed forms, and
 // every rank must hold the same bits.
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include "core/executor.h"
 #include "core/fusion.h"
 #include "core/ring.h"
+#include "core/shm_allreduce.h"
+#include "core/shm_segment.h"
 #include "core/stand_in.h"
 #include "on_ranks.h"
 
@@ -90,14 +93,21 @@ std::vector<Response> Negotiate(const std::vector<RankWork>& work, int64_t fusio
   return PlanFusion(coordinator.TakeReady(), fusion_threshold, kSoloBytes);
 }
 
+// Slots of shared memory this small: a lone allreduce of kSoloBytes passes in many blocks.
+constexpr size_t kShmSlotBytes = 64;
+
 // Every rank carries out every response in order, as the runtime does; a joined rank stands in
-// for the tensors it never submitted. Allreduces of up to `small_allreduce_bytes` go by
-// recursive doubling, the others by the ring.
+// for the tensors it never submitted. Allreduces go through shared memory with `shm`, else by
+// recursive doubling up to `small_allreduce_bytes` and by the ring above.
 std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t small_allreduce_bytes = 0,
-                         int64_t fusion_threshold = 1 << 20) {
+                         int64_t fusion_threshold = 1 << 20, bool shm = false) {
   const std::vector<Response> responses = Negotiate(work, fusion_threshold);
   std::vector<Outcome> outcomes(work.size());
-  OnRanks(static_cast<int>(work.size()), [&](Transport& transport) {
+  const int n = static_cast<int>(work.size());
+  const std::string segment_name = SharedSegment::UniqueName();
+  const SharedSegment segment = SharedSegment::Create(segment_name, ShmAllreduce::SegmentBytes(n, kShmSlotBytes));
+  SharedSegment::Unlink(segment_name);
+  OnRanks(n, [&](Transport& transport) {
     const int rank = transport.rank();
     const RankWork& mine = work[rank];
     Outcome& out = outcomes[rank];
@@ -119,7 +129,8 @@ std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t small_allreduce_by
       };
       submitted.emplace(name, std::move(op));
     }
-    Executor executor(transport, kChunk, small_allreduce_bytes);
+    ShmAllreduce shared(segment.data(), rank, n, kShmSlotBytes);
+    Executor executor(transport, kChunk, small_allreduce_bytes, std::nullopt, -1, shm ? &shared : nullptr);
     for (const Response& response : responses) {
       CHECK(response.kind == Response::Kind::EXECUTE, << response.error);
       if (response.kind != Response::Kind::EXECUTE) continue;
@@ -224,7 +235,8 @@ void CheckReduced(const std::vector<T>& got, ReduceOp op, int n, int64_t first, 
 // Several allreduces of each op, packed into one ring pass, plus one large enough to run alone;
 // counts add up to uneven segments.
 template <typename T>
-void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double post, int64_t small_allreduce_bytes) {
+void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double post, int64_t small_allreduce_bytes,
+                         bool shm) {
   const std::vector<int64_t> counts = {1, 5, 0, 13, 31, 600};  // 600 elements run alone
   std::vector<RankWork> work(n);
   for (int r = 0; r < n; ++r) {
@@ -238,9 +250,10 @@ void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double 
   }
   const std::vector<Response> plan = Negotiate(work, 1 << 20);
   CHECK(plan.size() == 2 && plan[0].names.size() == counts.size() - 1, << "expected one packed batch and one solo");
-  const std::vector<Outcome> outcomes = Run(work, small_allreduce_bytes);
+  const std::vector<Outcome> outcomes = Run(work, small_allreduce_bytes, 1 << 20, shm);
   const std::string what = std::string(ReduceOpName(op)) + " " + DataTypeName(dtype) +
-                           " small_allreduce_bytes=" + std::to_string(small_allreduce_bytes);
+                           " small_allreduce_bytes=" + std::to_string(small_allreduce_bytes) +
+                           (shm ? " shm" : "");
   for (size_t t = 0; t < counts.size(); ++t) {
     const std::string name = "t" + std::to_string(t);
     for (int r = 0; r < n; ++r) {
@@ -260,11 +273,14 @@ void CheckFusedAllreduce(int n, DataType dtype, ReduceOp op, double pre, double 
   }
 }
 
-// By the ring, then with every buffer small enough for recursive doubling.
+// By the ring, then with every buffer small enough for recursive doubling, then (up to 4 ranks,
+// as many as a test host holds) through shared memory.
 void CheckAllreduces(int n) {
-  for (int64_t small_allreduce_bytes : {int64_t{0}, int64_t{1} << 20}) {
+  for (auto [small_allreduce_bytes, shm] : {std::pair{int64_t{0}, false}, std::pair{int64_t{1} << 20, false},
+                                            std::pair{int64_t{0}, true}}) {
+    if (shm && n > 4) continue;
     mpirep_test::ForEachNumericCase([&](auto element, DataType dtype, ReduceOp op, double pre, double post) {
-      CheckFusedAllreduce<decltype(element)>(n, dtype, op, pre, post, small_allreduce_bytes);
+      CheckFusedAllreduce<decltype(element)>(n, dtype, op, pre, post, small_allreduce_bytes, shm);
     });
   }
 }
@@ -397,7 +413,7 @@ void CheckReducescatter(int n, DataType dtype, ReduceOp op, double pre, double p
 
 // Ranks that joined take part with zeros (no rows for allgather) and discard the result;
 // Average still divides by all n ranks.
-void CheckJoinedRanksStandIn(int n, int64_t small_allreduce_bytes) {
+void CheckJoinedRanksStandIn(int n, int64_t small_allreduce_bytes, bool shm = false) {
   std::set<int> joined = {1};
   if (n > 3) joined.insert(3);
   int64_t active_weight = 0;  // sum of r + 1 over the ranks that did not join
@@ -420,7 +436,7 @@ void CheckJoinedRanksStandIn(int n, int64_t small_allreduce_bytes) {
     Request scatter = Make(Collective::REDUCESCATTER, "scatter", DataType::INT64, {2 * n + 1});
     work[r].Submit(scatter, ReductionInput<int64_t>(ReduceOp::SUM, r, n, 2 * n + 1, 0));
   }
-  const std::vector<Outcome> outcomes = Run(work, small_allreduce_bytes);
+  const std::vector<Outcome> outcomes = Run(work, small_allreduce_bytes, 1 << 20, shm);
   std::vector<int32_t> gathered;
   for (int r = 0; r < n; ++r) {
     if (!joined.count(r)) gathered.insert(gathered.end(), 2 * (r + 1), r);
@@ -508,6 +524,14 @@ void CheckPhases(int n) {
     CHECK(phases.at("exchange") == (Phases{"PACK", "PAIRWISE_ALLTOALL"}));
     CHECK(phases.at("barrier").empty());
   }
+  const std::vector<Outcome> shared = Run(work, 0, 1 << 20, /*shm=*/true);
+  for (int r = 0; r < n; ++r) {
+    const auto& phases = shared[r].phases;
+    CHECK(phases.at("fused.0") == (Phases{"SHM_ALLREDUCE", "UNPACK"}), << "inputs are copied in where they lie");
+    CHECK(phases.at("solo") == (Phases{"SHM_ALLREDUCE"}));
+    CHECK(phases.at("scaled") == (Phases{"PACK", "SHM_ALLREDUCE"}));
+    CHECK(phases.at("gather") == (Phases{"PACK", "RING_ALLGATHER"}), << "other collectives keep the transport");
+  }
   if (n < 3) return;  // the ring at one or two ranks, whatever the size
   const std::vector<Outcome> doubled = Run(work, /*small_allreduce_bytes=*/64);  // not "solo"
   for (int r = 0; r < n; ++r) {
@@ -553,6 +577,7 @@ TEST(Executor, JoinedRanksStandIn) {
   for (int n = 2; n <= 8; ++n) {
     CheckJoinedRanksStandIn(n, 0);
     CheckJoinedRanksStandIn(n, 1 << 20);
+    CheckJoinedRanksStandIn(n, 0, /*shm=*/true);
   }
 }
 

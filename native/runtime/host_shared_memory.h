@@ -1,0 +1,34 @@
+// The shared-memory allreduce of a process set whose ranks are all on one host: the segment
+// they map together (core/shm_segment.h), set up through MPI, and the allreduce over it
+// (core/shm_allreduce.h).
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "core/shm_allreduce.h"
+#include "core/shm_segment.h"
+
+namespace mpirep {
+
+class HostSharedMemory {
+ public:
+  // Collective over `comm`. Sets up the segment when `wanted` (rank 0's value counts), the
+  // communicator has several ranks and all of them are on this host: local rank 0 creates it and
+  // broadcasts its name, the others map it, and once every rank has, all remove its name. Where
+  // any rank fails to, every rank goes without, and rank 0 says why. `while_waiting`: as
+  // MpiTransport's.
+  HostSharedMemory(MPI_Comm comm, bool wanted, const std::function<void()>* while_waiting);
+
+  // Null where there is no segment.
+  ShmAllreduce* allreduce() { return allreduce_ ? &*allreduce_ : nullptr; }
+
+ private:
+  std::unique_ptr<SharedSegment> segment_;
+  std::optional<ShmAllreduce> allreduce_;
+};
+
+}  // namespace mpirep
