@@ -14,18 +14,19 @@ from mpijob import mpirun
 JOB = "tests/multiproc/jobs/timeline_job.py"
 TIMEOUT_S = 90
 SMALL = [f"small/{i}" for i in range(4)]
-TRANSFERS = {"RING_ALLREDUCE", "SHM_ALLREDUCE"}
+TRANSFERS = {"RING_ALLREDUCE", "DOUBLING_ALLREDUCE"}
 
 
-def transfer_phase(ranks):
-    """Every allreduce of the job's ranks, all on this host, goes through shared memory (the
-    default shm_allreduce); a rank alone runs the ring, which copies its input."""
-    return "SHM_ALLREDUCE" if ranks > 1 else "RING_ALLREDUCE"
+def small_transfer(ranks):
+    """The small tensors (80 bytes together) go by recursive doubling from 3 ranks on (the
+    default small_allreduce_bytes is 64 KiB), by the ring below; the large one (256 KiB) always
+    by the ring."""
+    return "DOUBLING_ALLREDUCE" if ranks >= 3 else "RING_ALLREDUCE"
 
 
 def fused_phases(ranks):
-    """Both read fused tensors where they lie: no PACK."""
-    return [transfer_phase(ranks), "UNPACK"]
+    """Doubling takes fused tensors packed; the ring reads them where they lie."""
+    return ["PACK", "DOUBLING_ALLREDUCE", "UNPACK"] if ranks >= 3 else ["RING_ALLREDUCE", "UNPACK"]
 
 
 def executed(operation):
@@ -50,7 +51,8 @@ def check_step_tracks(events, ranks, steps):
             # The first step is always negotiated.
             negotiated = phases[:1] == ["NEGOTIATE"]
             assert negotiated or index > 0, (name, phases)
-            large, alone, fused = [transfer_phase(ranks)], [transfer_phase(ranks)], fused_phases(ranks)
+            small = small_transfer(ranks)
+            large, alone, fused = ["RING_ALLREDUCE"], [small], fused_phases(ranks)
             if negotiated:
                 large, alone, fused = (["NEGOTIATE", "QUEUE", *p] for p in (large, alone, fused))
             if name == "large":
@@ -116,7 +118,7 @@ def test_started_and_stopped_at_run_time(ranks, mark_cycles, tmp_path):
         assert not marks
     second = trace_events.tracks(trace_events.load(tmp_path / "second.json"))
     assert list(second) == ["second"] and [s["name"] for s in second["second"]] == \
-        ["NEGOTIATE", "QUEUE", transfer_phase(ranks)]
+        ["NEGOTIATE", "QUEUE", small_transfer(ranks)]
     assert not (tmp_path / "early.json").exists() and not (tmp_path / "no").exists()
 
 
