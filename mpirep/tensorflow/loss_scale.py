@@ -7,6 +7,7 @@ take; its next gradients would then be reduced with the others' current ones, an
 would hang or part. Here the ranks of the inner optimizer's process set agree: the step is
 applied on every rank or skipped on every rank."""
 
+import importlib
 import threading
 
 import tensorflow as tf
@@ -17,13 +18,13 @@ _installed = []
 
 
 def agree_on_skipped_steps():
-    """Makes the loss-scale optimizers of Keras 3 and tf_keras agree across ranks when they
-    wrap an mpirep optimizer; once per process."""
+    """Makes the loss-scale optimizers of Keras 3 and of Keras 2 (tf_keras) agree across ranks
+    when they wrap an mpirep optimizer; once per process."""
     if _installed:
         return
     _installed.append(True)
     _install_keras3()
-    _install_tf_keras()
+    _install_keras2()
 
 
 def _process_set_of(optimizer):
@@ -62,13 +63,26 @@ def _install_keras3():
     optimizer_class.check_finite = check_finite
 
 
-def _install_tf_keras():
-    """tf_keras checks finiteness in a module function that does not see the optimizer: the
+# Where Keras 2's loss-scale optimizer lives: in tf_keras, and in the keras package of
+# TensorFlow < 2.16 (keras.src from Keras 2.13).
+_KERAS2_MODULES = ("tf_keras.src.mixed_precision.loss_scale_optimizer",
+                   "keras.src.mixed_precision.loss_scale_optimizer",
+                   "keras.mixed_precision.loss_scale_optimizer")
+
+
+def _install_keras2():
+    for name in _KERAS2_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "_is_all_finite") and hasattr(module, "LossScaleOptimizerV3"):
+            _install_keras2_module(module)
+
+
+def _install_keras2_module(module):
+    """Keras 2 checks finiteness in a module function that does not see the optimizer: the
     optimizer's apply_gradients says which process set, for the check made inside it."""
-    try:
-        from tf_keras.src.mixed_precision import loss_scale_optimizer as module
-    except ImportError:
-        return
     local_check = module._is_all_finite
     applying = threading.local()
 

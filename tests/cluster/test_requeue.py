@@ -65,6 +65,10 @@ def complete_after_requeue(tmp_path, jobid, env):
         assert state in (None, "REQUEUED") and time.monotonic() < give_up_at, \
             f"not requeued: {info}\n{(tmp_path / 'job.out').read_text()}"
         time.sleep(0.2)
+    # The nodes refuse a start whose job credential is from the second in which the job's
+    # previous credential was revoked, at the requeue ("Job credential revoked"): the start
+    # falls in a later second.
+    time.sleep(max(0.0, int(time.time()) + 2 - time.time()))
     run(["scontrol", "update", f"JobId={jobid}", "StartTime=now"], env, timeout=30)
     state, info = wait_job(jobid, env, timeout=240)
     log = (tmp_path / "job.out").read_text()
