@@ -106,6 +106,8 @@ def assert_passed(job, ranks):
 
 def build_op_library():
     """Builds the TensorFlow op library once, before jobs whose ranks would otherwise all wait
-    for one of them to build it."""
-    subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _op_library as b; "
-                    "b.library_path()"], cwd=REPO, env=job_env(), check=True, timeout=300)
+    for one of them to build it; returns its path."""
+    done = subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _op_library as b; "
+                           "print(b.library_path())"], cwd=REPO, env=job_env(), check=True,
+                          timeout=300, stdout=subprocess.PIPE, text=True)
+    return Path(done.stdout.strip())

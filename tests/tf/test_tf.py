@@ -24,7 +24,14 @@ FAILED_JOB_BOUND_S = 30
 
 @pytest.fixture(scope="session", autouse=True)
 def op_library():
-    build_op_library()
+    return build_op_library()
+
+
+def copying_compiler(library):
+    """Environment in which building the op library copies ``library`` instead of compiling:
+    for tests of what triggers a build and what it prints, not of the compile itself."""
+    return {"CXX": f"{sys.executable} {Path(__file__).parent / 'copying_compiler.py'}",
+            "MPIREP_TEST_BUILT_LIBRARY": str(library)}
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
@@ -42,8 +49,9 @@ COMPILING = "mpirep: compiling the TensorFlow op library for TensorFlow "
 READY = "mpirep: the TensorFlow op library is ready"
 
 
-def test_the_first_build_is_announced_by_one_rank(tmp_path):
-    env = {"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native"}
+def test_the_first_build_is_announced_by_one_rank(tmp_path, op_library):
+    env = {"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native",
+           **copying_compiler(op_library)}
     first = mpirun(3, [JOBS / "first_use_job.py"], TIMEOUT_S, env=env)
     assert_passed(first, 3)
     assert first.output.count(COMPILING) == 1 and first.output.count(READY) == 1, first.output
@@ -55,8 +63,9 @@ def test_the_first_build_is_announced_by_one_rank(tmp_path):
     assert COMPILING not in again.output and READY not in again.output, again.output
 
 
-def test_building_ahead_with_check_build_or_the_build_command(tmp_path):
-    env = job_env({"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native"})
+def test_building_ahead_with_check_build_or_the_build_command(tmp_path, op_library):
+    env = job_env({"MPIREP_CACHE_DIR": str(tmp_path), "MPIREP_TF_BRIDGE": "native",
+                   **copying_compiler(op_library)})
     checked = subprocess.run([sys.executable, "-m", "mpirep.launch", "--check-build",
                               "--build-tf-ops"], cwd=REPO, env=env, capture_output=True,
                              text=True, timeout=900)
