@@ -9,6 +9,7 @@ measurement files of benchmarks/cost_model/measurements/ (measured again first w
     python benchmarks/run_all.py                  # from the repository root, at a quiet moment
     python benchmarks/run_all.py --smoke --out /tmp/bench   # tiny settings: does it all run and render?
     python benchmarks/run_all.py --render         # the page again from the saved results
+    python benchmarks/run_all.py --keep /tmp/b    # each result kept; run again to finish a stopped run
 
 The page's fixed text lives in benchmarks/benchmarks_doc.md.tmpl, its tables in render_doc.py.
 """
@@ -66,8 +67,9 @@ class Settings:
 class Runner:
     """Runs benchmark scripts, each under a hard limit, and keeps the load averages seen."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, reuse=False):
         self.tmp = Path(tmp)
+        self.reuse = reuse  # a result already in tmp is kept, not measured again
         self.loads = [os.getloadavg()[0]]
         self.env = {**os.environ, **LAUNCH_ENV,  # this checkout's mpirep, even where not installed
                     "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
@@ -80,6 +82,8 @@ class Runner:
     def mpi(self, script, ranks, args=(), timeout_s=1200, tag=""):
         """`mpirun -np ranks python benchmarks/<script>.py --json F args...`; the JSON it wrote."""
         out = self.tmp / f"{script}-np{ranks}{tag}.json"
+        if self.reuse and out.exists():
+            return json.loads(out.read_text())
         self._run(["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks), sys.executable,
                    str(HERE / f"{script}.py"), "--json", str(out), *args], timeout_s)
         return json.loads(out.read_text())
@@ -87,6 +91,8 @@ class Runner:
     def python(self, script, args=(), timeout_s=3600):
         """`python benchmarks/<script>.py --json F args...` (the script starts its own jobs)."""
         out = self.tmp / f"{script}.json"
+        if self.reuse and out.exists():
+            return json.loads(out.read_text())
         self._run([sys.executable, str(HERE / f"{script}.py"), "--json", str(out), *args], timeout_s)
         return json.loads(out.read_text())
 
@@ -203,6 +209,9 @@ def main():
     parser.add_argument("--render", action="store_true", help="measure nothing: render the results file")
     parser.add_argument("--hosts", choices=["auto", "yes", "no"], default="auto",
                         help="the cross-host suite and elastic recovery (auto: when root)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep each benchmark's results in DIR, and take those already there "
+                             "instead of measuring them again (to finish a run that stopped)")
     parser.add_argument("--cost-model-measure", action="store_true",
                         help="take the cost model's measurements again first (needs --hosts)")
     args = parser.parse_args()
@@ -217,7 +226,9 @@ def main():
         settings = Settings(args.smoke, args.np)
         started = utc_now()
         with tempfile.TemporaryDirectory() as tmp:
-            runner = Runner(tmp)
+            if args.keep:
+                Path(args.keep).mkdir(parents=True, exist_ok=True)
+            runner = Runner(args.keep or tmp, reuse=bool(args.keep))
             results = measure(settings, runner, hosts, args.cost_model_measure)
             runner.loads.append(os.getloadavg()[0])
         results["meta"] = meta(settings, started, runner.loads, utc_now())
