@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from mpijob import FLIGHT_RECORDS
+
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 ON_HOST = str(REPO / "dev" / "cluster" / "on-host")
@@ -45,6 +47,7 @@ def launcher_cmd():
 def job_env(extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}   # no stray job
     env.update(BASE_ENV)
+    env.setdefault("MPIREP_FLIGHT_RECORDER_DIR", str(FLIGHT_RECORDS))   # not the checkout
     env.update(extra or {})
     return env
 

@@ -26,7 +26,8 @@ def op_library():
     build_op_library()
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+# Even and odd ranks build different graphs: 2 ranks pair one of each, 3 two against one.
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_collectives_stay_in_step_across_ranks_native(ranks):
     env = {**STALL, "MPIREP_TF_BRIDGE": "native"}
     assert_passed(mpirun(ranks, [JOBS / "overlap_job.py"], 300, env=env), ranks)
