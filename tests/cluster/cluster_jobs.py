@@ -7,9 +7,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-
-from mpijob import FLIGHT_RECORDS
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -29,6 +28,9 @@ RANK_CMD = [PY, "-m", "mpi4py", str(HERE / "rank_check.py")]
 BASE_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
 ON_NET = {"OMPI_MCA_btl_tcp_if_include": NET, "OMPI_MCA_oob_tcp_if_include": NET}
+# Where ranks write flight records, rather than the checkout (benchmarks/ runs these jobs too,
+# without tests/ on its path).
+FLIGHT_RECORDS = pathlib.Path(tempfile.gettempdir()) / f"mpirep-cluster-flight-records-{os.getpid()}"
 
 RANK_LINE = re.compile(r"^RANK (\d+)/(\d+) host=(\S+) local=(\d+)/(\d+) cross=(\d+)/(\d+) "
                        r"allreduce_ok=(\w+) backend=(\S+) slurm_procid=(\S+)$", re.M)
