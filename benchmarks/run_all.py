@@ -15,6 +15,7 @@ The page's fixed text lives in benchmarks/benchmarks_doc.md.tmpl, its tables in 
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -65,23 +66,36 @@ class Settings:
 
 
 class Runner:
-    """Runs benchmark scripts, each under a hard limit, and keeps the load averages seen."""
+    """Runs benchmark scripts, each under a hard limit, and keeps when it started and the load
+    averages seen. With reuse, a result already in its directory is taken, not measured again,
+    and so are the start and loads of the run that measured it (kept in run.json there)."""
 
-    def __init__(self, tmp, reuse=False):
-        self.tmp = Path(tmp)
-        self.reuse = reuse  # a result already in tmp is kept, not measured again
-        self.loads = [os.getloadavg()[0]]
+    def __init__(self, directory, reuse=False):
+        self.dir = Path(directory)
+        self.reuse = reuse
+        kept = self.dir / "run.json"
+        if reuse and kept.exists():
+            earlier = json.loads(kept.read_text())
+            self.started, self.loads = earlier["started"], earlier["loads"]
+        else:
+            self.started, self.loads = utc_now(), []
+        self.note_load()
         self.env = {**os.environ, **LAUNCH_ENV,  # this checkout's mpirep, even where not installed
                     "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
-    def _run(self, command, timeout_s):
+    def note_load(self):
         self.loads.append(os.getloadavg()[0])
+        if self.reuse:
+            (self.dir / "run.json").write_text(json.dumps({"started": self.started, "loads": self.loads}))
+
+    def _run(self, command, timeout_s):
+        self.note_load()
         print("+", " ".join(command), flush=True)
         subprocess.run(["timeout", "-k", "10", str(timeout_s), *command], check=True, env=self.env, cwd=ROOT)
 
     def mpi(self, script, ranks, args=(), timeout_s=1200, tag=""):
         """`mpirun -np ranks python benchmarks/<script>.py --json F args...`; the JSON it wrote."""
-        out = self.tmp / f"{script}-np{ranks}{tag}.json"
+        out = self.dir / f"{script}-np{ranks}{tag}.json"
         if self.reuse and out.exists():
             return json.loads(out.read_text())
         self._run(["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks), sys.executable,
@@ -90,7 +104,7 @@ class Runner:
 
     def python(self, script, args=(), timeout_s=3600):
         """`python benchmarks/<script>.py --json F args...` (the script starts its own jobs)."""
-        out = self.tmp / f"{script}.json"
+        out = self.dir / f"{script}.json"
         if self.reuse and out.exists():
             return json.loads(out.read_text())
         self._run([sys.executable, str(HERE / f"{script}.py"), "--json", str(out), *args], timeout_s)
@@ -215,6 +229,8 @@ def main():
     parser.add_argument("--cost-model-measure", action="store_true",
                         help="take the cost model's measurements again first (needs --hosts)")
     args = parser.parse_args()
+    if importlib.util.find_spec("matplotlib") is None:   # found now, not after an hour of measuring
+        parser.error("the page's plots need matplotlib: pip install -e '.[bench]'")
     out_dir = Path(args.out)
     results_file = Path(args.results) if args.results else out_dir / "benchmarks-results.json"
     if args.render:
@@ -224,14 +240,13 @@ def main():
         if args.cost_model_measure and not hosts:
             parser.error("--cost-model-measure needs the emulated hosts (root, --hosts)")
         settings = Settings(args.smoke, args.np)
-        started = utc_now()
         with tempfile.TemporaryDirectory() as tmp:
             if args.keep:
                 Path(args.keep).mkdir(parents=True, exist_ok=True)
             runner = Runner(args.keep or tmp, reuse=bool(args.keep))
             results = measure(settings, runner, hosts, args.cost_model_measure)
-            runner.loads.append(os.getloadavg()[0])
-        results["meta"] = meta(settings, started, runner.loads, utc_now())
+            runner.note_load()
+        results["meta"] = meta(settings, runner.started, runner.loads, utc_now())
         out_dir.mkdir(parents=True, exist_ok=True)
         results_file.write_text(json.dumps(results, indent=1))
     results["cost_model_section"] = cost_model_section(out_dir)
