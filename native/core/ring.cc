@@ -27,7 +27,10 @@ std::vector<int64_t> EvenSegments(int64_t count, int parts) {
   return segments;
 }
 
-Ring::Ring(Transport& transport, size_t chunk_bytes) : transport_(transport) { SetChunkBytes(chunk_bytes); }
+Ring::Ring(Transport& transport, size_t chunk_bytes, size_t receive_window_bytes)
+    : transport_(transport), receive_window_bytes_(receive_window_bytes) {
+  SetChunkBytes(chunk_bytes);
+}
 
 void Ring::SetChunkBytes(size_t chunk_bytes) { chunk_bytes_ = std::max<size_t>(chunk_bytes, 64); }
 
@@ -67,25 +70,29 @@ void Ring::ReduceScatter(const Pieces& in, void* out, const std::vector<int64_t>
     sends.push_back(transport_.Isend(right, chunk, c.count * esize));
   }
   const size_t slot_bytes = std::max<int64_t>(1, chunk_bytes_ / esize) * esize;
-  char* slots = scratch_.Reserve(slot_bytes * kReceiveWindow);
+  const int64_t largest = *std::max_element(segments.begin(), segments.end());
+  const size_t chunks_in_largest = static_cast<size_t>((largest * esize64 + slot_bytes - 1) / slot_bytes);
+  const size_t window = std::max<size_t>(1, std::min(chunks_in_largest,
+                                                     std::max(kMinReceiveWindow, receive_window_bytes_ / slot_bytes)));
+  char* slots = scratch_.Reserve(slot_bytes * window);
   for (int step = 0; step < n - 1; ++step) {
     const std::vector<ChunkRange> chunks = Chunks(segments, Wrap(r - step - 2, n), esize);
     const bool last_step = step == n - 2;
     std::vector<Transport::Handle> receives(chunks.size());
     auto post_receive = [&](size_t i) {
-      receives[i] = transport_.Irecv(left, slots + (i % kReceiveWindow) * slot_bytes,
+      receives[i] = transport_.Irecv(left, slots + (i % window) * slot_bytes,
                                      chunks[i].count * esize);
     };
-    for (size_t i = 0; i < chunks.size() && i < kReceiveWindow; ++i) post_receive(i);
+    for (size_t i = 0; i < chunks.size() && i < window; ++i) post_receive(i);
     for (size_t i = 0; i < chunks.size(); ++i) {
       transport_.Wait(receives[i]);
       const ChunkRange& c = chunks[i];
       char* target = At(out, c.offset, esize);
-      const char* received = slots + (i % kReceiveWindow) * slot_bytes;
+      const char* received = slots + (i % window) * slot_bytes;
       in.ForEach(c.offset * esize64, c.count * esize64, [&](const char* mine, int64_t done, int64_t bytes) {
         Reduce(target + done, mine, received + done, bytes / esize64, dtype, op);
       });
-      if (i + kReceiveWindow < chunks.size()) post_receive(i + kReceiveWindow);
+      if (i + window < chunks.size()) post_receive(i + window);
       if (last_step) {
         epilogue(target, c.count);
       } else {

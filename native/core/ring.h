@@ -26,7 +26,13 @@ class Ring {
   // shared (postscaling, averaging). Arguments: data, element count.
   using Epilogue = std::function<void(void*, int64_t)>;
 
-  Ring(Transport& transport, size_t chunk_bytes);
+  // How far ahead of the reduction the reduce-scatter posts its receives: at least
+  // `receive_window_bytes` and 4 chunks. A message that arrives before its receive is posted
+  // waits for the receiver's go-ahead, and over TCP that go-ahead queues behind the receiver's
+  // own outgoing chunks (docs/core.md, "Fusion").
+  static constexpr size_t kReceiveWindowBytes = size_t{16} << 20;
+
+  Ring(Transport& transport, size_t chunk_bytes, size_t receive_window_bytes = kReceiveWindowBytes);
   void SetChunkBytes(size_t chunk_bytes);
 
   // out = reduction of every rank's `in`. `in` may be `out`. Rank r's segment of `out` holds
@@ -54,9 +60,10 @@ class Ring {
   std::vector<ChunkRange> Chunks(const std::vector<int64_t>& segments, int segment,
                                  size_t element_size) const;
 
-  static constexpr int kReceiveWindow = 4;
+  static constexpr size_t kMinReceiveWindow = 4;
   Transport& transport_;
   size_t chunk_bytes_;
+  size_t receive_window_bytes_;
   WorkBuffer scratch_;  // the receive window's slots
 };
 

@@ -19,12 +19,13 @@ using mpirep_test::OnRanks;
 namespace {
 
 template <typename T>
-void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, bool in_place, size_t chunk) {
+void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, bool in_place, size_t chunk,
+                    size_t receive_window = Ring::kReceiveWindowBytes) {
   std::vector<std::vector<T>> results(n);
   OnRanks(n, [&](Transport& t) {
     std::vector<T> in(count), out(count);
     for (int64_t i = 0; i < count; ++i) in[i] = static_cast<T>((t.rank() + 1) * Factor(i));
-    Ring ring(t, chunk);
+    Ring ring(t, chunk, receive_window);
     T* target = in_place ? in.data() : out.data();
     ring.Allreduce(in.data(), target, count, dtype, op, [](void*, int64_t) {});
     results[t.rank()].assign(target, target + count);
@@ -165,6 +166,8 @@ TEST(Ring, AllreduceForEveryOpSizeChunkAndRankCount) {
                           int64_t{7 * n + 3}, int64_t{1000}}) {
       for (ReduceOp op : ops) CheckAllreduce<int64_t>(n, count, DataType::INT64, op, false, 64);
       CheckAllreduce<int64_t>(n, count, DataType::INT64, ReduceOp::SUM, true, 64);
+      // the smallest window (4 chunks), so that receive slots are reused
+      CheckAllreduce<int64_t>(n, count, DataType::INT64, ReduceOp::SUM, false, 64, 0);
       CheckAllreduce<float>(n, count, DataType::FLOAT32, ReduceOp::SUM, true, 1 << 20);
       CheckAllreduce<double>(n, count, DataType::FLOAT64, ReduceOp::MAX, false, 128);
       CheckAllreduce<int8_t>(n, count, DataType::INT8, ReduceOp::MIN, false, 64);
