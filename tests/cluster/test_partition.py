@@ -125,4 +125,10 @@ def test_an_elastic_job_goes_on_after_a_partition(tmp_path, h2_link):
     diagnosis = subprocess.run([sys.executable, "-m", "mpirep.diagnose", str(tmp_path)], cwd=REPO,
                                capture_output=True, text=True, timeout=60).stdout
     print(diagnosis)
-    assert "Culprit: the link between h2 and h1" in diagnosis, diagnosis
+    # Rank 1, cut off from the driver, always writes its record. Rank 0 writes one only if its
+    # own peer timeout fires before the driver, which notices h2's loss by itself (the lifeline's
+    # keepalive, about 11 s), stops generation 0; on a loaded machine either may come first.
+    if (tmp_path / "rank0.json").exists():
+        assert "Culprit: the link between h2 and h1" in diagnosis, diagnosis
+    else:
+        assert "rank 1 on h2 heard from none of its neighbours (rank 0 on h1)" in diagnosis, diagnosis
