@@ -9,9 +9,10 @@ and h2, sbatch on the 2-node Slurm cluster, and mpirun on this machine.
 4. A rank that raises (a bug) ends the job with that error, without a restart.
 5. Case 1 under sbatch on the 2-node Slurm cluster.
 """
-import glob
 import os
 import re
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -35,15 +36,16 @@ def step_index(event):
     return event["epoch"] * STEPS + event["batch"]
 
 
-def copies_left():
-    return set(glob.glob("/dev/shm/mpirep-elastic-*"))
-
-
 @pytest.fixture
-def no_copies_left():
-    before = copies_left()
-    yield
-    assert copies_left() <= before, "an elastic job left its commits in /dev/shm"
+def store_dir():
+    """A directory in /dev/shm for this test's job alone (--elastic-store-dir), which must
+    hold nothing once the job has ended: elastic jobs of other suites running at the same time
+    keep their commits in /dev/shm itself."""
+    path = tempfile.mkdtemp(prefix="mpirep-test-store-", dir="/dev/shm")
+    yield path
+    left = os.listdir(path)
+    shutil.rmtree(path, ignore_errors=True)
+    assert not left, f"the elastic job left its commits in {path}: {left}"
 
 
 def first_resumes(job, gen):
@@ -87,10 +89,11 @@ def reference_digest(tmp_path, dump, ranks):
 
 
 @pytest.mark.netns
-def test_training_goes_on_after_losing_a_host(tmp_path, no_copies_left):
+def test_training_goes_on_after_losing_a_host(tmp_path, store_dir):
     dump = tmp_path / "resumed.pickle"
     kill = kill_host_at("h2", gen=0, epoch=1, batch=2)
-    job = Job(on_h1(["--min-np", "2", "-H", "h1:2,h2:2"] + ACROSS_HOSTS + KERAS_JOB
+    job = Job(on_h1(["--min-np", "2", "-H", "h1:2,h2:2", "--elastic-store-dir", store_dir]
+                    + ACROSS_HOSTS + KERAS_JOB
                     + ["--epochs", str(EPOCHS), "--steps", str(STEPS), "--step-seconds", "0.2",
                        "--dump", str(dump)]), {**ON_NET, **QUIET_TF}, on_event=kill)
     assert len(kill.pids) == 2 and kill.killed_at, job.output
@@ -100,7 +103,7 @@ def test_training_goes_on_after_losing_a_host(tmp_path, no_copies_left):
 
 
 @pytest.mark.netns
-def test_a_discovered_host_joins_at_the_next_commit(tmp_path, no_copies_left):
+def test_a_discovered_host_joins_at_the_next_commit(tmp_path, store_dir):
     hosts = tmp_path / "hosts"
     hosts.write_text("h1:2\n")
 
@@ -109,9 +112,10 @@ def test_a_discovered_host_joins_at_the_next_commit(tmp_path, no_copies_left):
                 and (event["epoch"], event["batch"]) == (0, 3):
             hosts.write_text("h1:2\nh2:2\n")
 
-    job = Job(on_h1(["--min-np", "2", "--host-discovery-script", f"cat {hosts}"] + ACROSS_HOSTS
-                    + KERAS_JOB + ["--epochs", str(EPOCHS), "--steps", str(STEPS),
-                                   "--step-seconds", "0.2"]), {**ON_NET, **QUIET_TF},
+    job = Job(on_h1(["--min-np", "2", "--host-discovery-script", f"cat {hosts}",
+                     "--elastic-store-dir", store_dir] + ACROSS_HOSTS + KERAS_JOB
+                    + ["--epochs", str(EPOCHS), "--steps", str(STEPS), "--step-seconds", "0.2"]),
+              {**ON_NET, **QUIET_TF},
               on_event=add_h2)
     assert job.returncode == 0, job.output
     assert "generation 0 ended: the hosts changed" in job.output
@@ -215,12 +219,12 @@ def test_an_exception_in_a_rank_ends_the_job_without_restarting():
 
 
 @pytest.mark.slurm2
-def test_training_goes_on_after_losing_a_slurm_node(tmp_path, no_copies_left):
+def test_training_goes_on_after_losing_a_slurm_node(tmp_path, store_dir):
     env = {"SLURM_CONF": os.environ["MPIREP_SLURM2_CONF"], **ON_NET, **QUIET_TF}
     dump, out = tmp_path / "resumed.pickle", tmp_path / "job.out"
     script = tmp_path / "job.sbatch"
     script.write_text("#!/bin/bash\n" + " ".join(
-        launcher_cmd() + ["--min-np", "1"] + KERAS_JOB
+        launcher_cmd() + ["--min-np", "1", "--elastic-store-dir", store_dir] + KERAS_JOB
         + ["--epochs", str(EPOCHS), "--steps", str(STEPS), "--step-seconds", "0.2",
            "--dump", str(dump)]) + "\n")
     submitted = run(["sbatch", "--parsable", "-N", "2", "--ntasks-per-node=1", "--no-kill",
