@@ -21,13 +21,12 @@ import json
 import statistics
 import time
 
-import numpy as np
 import tensorflow as tf
 from mpi4py import MPI
 
 import mpirep
 import mpirep.tensorflow.keras as hvd
-from tf_keras_cnn import small_resnet
+from tf_keras_cnn import small_resnet, synthetic_data
 
 
 def mobilenet_v2():
@@ -35,13 +34,6 @@ def mobilenet_v2():
 
 
 MODELS = {"small_resnet": (small_resnet, 32), "mobilenetv2": (mobilenet_v2, 64)}  # image px
-
-
-def dataset(batch, rank, image):
-    rng = np.random.default_rng(rank)
-    images = rng.random((batch * 8, image, image, 3), dtype=np.float32)
-    labels = rng.integers(0, 10, batch * 8)
-    return tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(batch)
 
 
 def compiled(build, optimizer):
@@ -75,7 +67,7 @@ def main():
 
     mpirep.init()
     build, image = MODELS[args.model]
-    data = dataset(args.batch_size, rank, image)
+    data = synthetic_data(args.batch_size, rank, image)
     plain = compiled(build, tf.keras.optimizers.SGD(0.01))
     distributed = compiled(build, hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)))
 

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep.tensorflow.keras as hvd
-from tf_keras_cnn import small_resnet
+from tf_keras_cnn import small_resnet, synthetic_data
 
 
 WRAPPERS = (("ZeRO", hvd.ZeroRedundancyOptimizer), ("Distributed", hvd.DistributedOptimizer))
@@ -75,10 +75,7 @@ TIME_MODELS = {"small_resnet": small_resnet, "mlp": mlp}
 
 
 def step_times(build, blocks, steps, batch):
-    rng = np.random.default_rng(hvd.rank())
-    images = rng.random((batch * 4, 32, 32, 3), dtype=np.float32)
-    labels = rng.integers(0, 10, batch * 4)
-    data = tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(batch)
+    data = synthetic_data(batch, hvd.rank())
     models = {}
     for name, wrap in WRAPPERS:
         tf.keras.utils.set_random_seed(1)
