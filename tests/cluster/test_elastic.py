@@ -115,8 +115,7 @@ def test_a_discovered_host_joins_at_the_next_commit(tmp_path, store_dir):
     job = Job(on_h1(["--min-np", "2", "--host-discovery-script", f"cat {hosts}",
                      "--elastic-store-dir", store_dir] + ACROSS_HOSTS + KERAS_JOB
                     + ["--epochs", str(EPOCHS), "--steps", str(STEPS), "--step-seconds", "0.2"]),
-              {**ON_NET, **QUIET_TF},
-              on_event=add_h2)
+              {**ON_NET, **QUIET_TF}, on_event=add_h2)
     assert job.returncode == 0, job.output
     assert "generation 0 ended: the hosts changed" in job.output
     assert "generation 1: 4 ranks on h1:2,h2:2" in job.output

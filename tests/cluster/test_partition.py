@@ -126,8 +126,8 @@ def test_an_elastic_job_goes_on_after_a_partition(tmp_path, h2_link):
                                capture_output=True, text=True, timeout=60).stdout
     print(diagnosis)
     # Rank 1, cut off from the driver, always writes its record. Rank 0 writes one only if its
-    # own peer timeout fires before the driver, which notices h2's loss by itself (the lifeline's
-    # keepalive, about 11 s), stops generation 0; on a loaded machine either may come first.
+    # own peer timeout fires before the driver stops generation 0, having noticed h2's loss by
+    # itself (the lifeline's keepalive, about 11 s); on a loaded machine either may come first.
     if (tmp_path / "rank0.json").exists():
         assert "Culprit: the link between h2 and h1" in diagnosis, diagnosis
     else:
