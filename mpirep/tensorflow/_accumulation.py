@@ -23,26 +23,36 @@ class GradientAccumulator:
                                       name="mpirep_accumulated_gradient")
                           for g, v in zip(grads, variables)]
 
-    def accumulate_and_reduce(self, grads, variables, reduce):
-        """Adds ``grads`` to the sums. On every N-th call returns ``reduce(sums)`` (the sums
-        divided by N when averaging) and clears the sums; on the other calls returns the
-        gradients as they are, which ``apply_when_reduced`` then does not apply."""
+    def _add(self, grads, variables):
+        """Adds ``grads`` to the sums; returns the indices of those not None and the passes
+        counted since the last reduction, this one included."""
         if self._sums is None:
             self._build(grads, variables)
         present = [i for i, g in enumerate(grads) if g is not None]
         added = [self._sums[i].assign_add(tf.convert_to_tensor(grads[i])) for i in present]
         with tf.control_dependencies(added):
-            count = self.counter.assign_add(1)
+            return present, self.counter.assign_add(1)
+
+    def _summed(self):
+        scale = 1.0 / self.steps if self.average else 1.0
+        return [None if t is None else t.read_value() * tf.cast(scale, t.dtype)
+                for t in self._sums]
+
+    def _clear(self, present):
+        return [self._sums[i].assign(tf.zeros_like(self._sums[i])) for i in present] + \
+            [self.counter.assign(0)]
+
+    def accumulate_and_reduce(self, grads, variables, reduce):
+        """Adds ``grads`` to the sums. On every N-th call returns ``reduce(sums)`` (the sums
+        divided by N when averaging) and clears the sums; on the other calls returns the
+        gradients as they are, which ``apply_when_reduced`` then does not apply."""
+        present, count = self._add(grads, variables)
 
         def reduced():
-            scale = 1.0 / self.steps if self.average else 1.0
-            summed = [None if t is None else t.read_value() * tf.cast(scale, t.dtype)
-                      for t in self._sums]
-            outputs = reduce(summed)
+            outputs = reduce(self._summed())
             outputs = [tf.convert_to_tensor(outputs[i]) for i in present]
             with tf.control_dependencies(outputs):
-                cleared = [self._sums[i].assign(tf.zeros_like(self._sums[i])) for i in present]
-                cleared.append(self.counter.assign(0))
+                cleared = self._clear(present)
             with tf.control_dependencies(cleared):
                 return [tf.identity(o) for o in outputs]
 
@@ -54,6 +64,21 @@ class GradientAccumulator:
         for i, output in zip(present, outputs):
             merged[i] = output
         return merged
+
+    def reduce_and_apply_every_nth(self, grads, variables, reduce_and_apply, count_skipped_step):
+        """Adds ``grads`` to the sums. Every N-th call runs ``reduce_and_apply(sums)`` (the sums
+        divided by N when averaging) and clears the sums; the other calls run
+        ``count_skipped_step()``."""
+        present, count = self._add(grads, variables)
+
+        def full():
+            with tf.control_dependencies([_done(reduce_and_apply(self._summed()))]):
+                return _done(self._clear(present))
+
+        def skipped():
+            return _done(count_skipped_step())
+
+        return tf.cond(count >= self.steps, full, skipped)
 
     def apply_when_reduced(self, apply, count_skipped_step, after):
         """Runs ``apply()`` if the last accumulate_and_reduce reduced, else

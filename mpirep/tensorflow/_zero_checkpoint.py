@@ -5,14 +5,17 @@ those it makes for itself (the step counter, ...), then the slots in the order i
 creates them. That order is found by building a stand-in of the same class and config, in
 plain mode, on stand-in variables of one element each: every variable is then named by a key,
 ("slot", variable index, slot name) or ("own", position among the non-slot variables), which is
-the same on every rank and at every rank count. Saving writes the gathered full state in the
-plain order; loading picks this rank's shard out of it, whatever the count that saved it.
+the same on every rank and at every rank count. A slot of a rank's slice of a variable
+(_zero_plan.py) holds that slice of the variable's slot. Saving writes the gathered full state
+in the plain order; loading picks this rank's shard out of it, whatever the count that saved
+it.
 """
 
 import numpy as np
 import tensorflow as tf
 
 import mpirep
+from mpirep.tensorflow._zero_pieces import variable_like
 from mpirep.tensorflow.functions import allgather_object
 
 
@@ -21,30 +24,37 @@ def _variables(optimizer):
     return list(variables() if callable(variables) else variables)
 
 
-def keys(optimizer):
+def entries(optimizer):
+    """(key, piece, variable) for each of the optimizer's variables: the piece is the part of a
+    model variable whose slot it is, None for the others."""
     slot_keys = optimizer._mpirep_zero.slot_keys
     own = 0
     result = []
     for variable in _variables(optimizer):
         if id(variable) in slot_keys:
-            result.append(("slot",) + slot_keys[id(variable)])
+            name, piece = slot_keys[id(variable)]
+            result.append((("slot", piece.index, name), piece, variable))
         else:
-            result.append(("own", own))
+            result.append((("own", own), None, variable))
             own += 1
     return result
+
+
+def keys(optimizer):
+    return [key for key, _, _ in entries(optimizer)]
+
+
+def shard_of(optimizer, piece, value):
+    """The part of a plain optimizer's ``value`` that this optimizer holds for ``piece``."""
+    if piece is None or optimizer._mpirep_zero.plan.is_whole(piece):
+        return value
+    return np.ravel(np.asarray(value))[piece.start:piece.stop]
 
 
 def _stand_in(variable):
     shape = (1,) * len(variable.shape)
     value = np.zeros(shape, tf.as_dtype(variable.dtype).as_numpy_dtype)
-    if hasattr(variable, "path"):  # Keras 3
-        import keras
-
-        stand_in = keras.Variable(value, trainable=False, name="stand_in")
-        if getattr(variable, "overwrite_with_gradient", False):
-            stand_in.overwrite_with_gradient = True
-        return stand_in
-    return tf.Variable(value, trainable=False, name="stand_in")
+    return variable_like(variable, value, "stand_in", False)
 
 
 def plain_layout(optimizer):
@@ -76,13 +86,19 @@ def full_state(optimizer):
     """Collective over the optimizer's process set: the whole state, every rank's shard merged,
     as the values of a plain optimizer's variables in the order it saves them."""
     state = optimizer._mpirep_zero
-    mine = {key: np.asarray(v.numpy()) for key, v in zip(keys(optimizer), _variables(optimizer))}
+    mine = [(key, piece, np.asarray(v.numpy())) for key, piece, v in entries(optimizer)]
     merged = {}
     for shard in allgather_object(mine, name="zero.gather_state",
                                   process_set=state.process_set):
-        for key, value in shard.items():
-            if key[0] == "slot" or key not in merged:
+        for key, piece, value in shard:
+            if piece is None:
+                merged.setdefault(key, value)
+            elif state.plan.is_whole(piece):
                 merged[key] = value
+            else:
+                shape = tuple(state.variables[piece.index].shape)
+                whole = merged.setdefault(key, np.zeros(shape, value.dtype))
+                whole.reshape(-1)[piece.start:piece.stop] = value
     layout = plain_layout(optimizer)
     missing = [key for key in layout if key not in merged]
     if missing:
@@ -112,5 +128,5 @@ def load(optimizer, store):
             f"variables, but a plain {type(optimizer).__name__} with this model has "
             f"{len(layout)}")
     position = {key: p for p, key in enumerate(layout)}
-    for key, variable in zip(keys(optimizer), _variables(optimizer)):
-        variable.assign(store[str(position[key])])
+    for key, piece, variable in entries(optimizer):
+        variable.assign(shard_of(optimizer, piece, store[str(position[key])]))

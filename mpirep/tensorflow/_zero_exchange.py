@@ -1,10 +1,11 @@
 """The two collectives of a ZeroRedundancyOptimizer step, per exchange of the plan
-(_zero_plan.py): a reducescatter that leaves each rank the reduced gradients of the variables
-it owns, and an allgather that brings every rank the parameters the others updated.
+(_zero_plan.py): a reducescatter that leaves each rank the reduced gradients of the pieces it
+owns, and an allgather that brings every rank the parameters the others updated.
 
 Each is an ordinary asynchronous collective of the bridge, so in a graph it starts as soon as
-its input exists. The core fuses allreduces only; the flat buffer of each exchange is the
-fusion here."""
+its input exists: an exchange's reducescatter once backprop has produced its gradients, its
+allgather once the update has written its pieces. The core fuses allreduces only; the flat
+buffer of each exchange is the fusion here."""
 
 import tensorflow as tf
 
@@ -16,56 +17,58 @@ def _flat(tensor, dtype):
 
 
 def reduce_scatter(plan, grads, variables, op, compression, prescale, postscale, process_set):
-    """Returns a list like ``grads`` whose owned entries hold the reduced gradient (None where
-    the gradient is None on every rank, as it is for a variable the loss does not reach) and
-    whose other entries are None."""
-    reduced = [None] * len(grads)
+    """The reduced gradient of each piece of ``plan.owned``, in that order: shaped like its
+    variable for a whole variable, flat for a slice, and None where the gradient is None on
+    this rank (as it is on every rank for a variable the loss does not reach)."""
+    reduced = {}
     for exchange in plan.exchanges:
         if exchange.block == 0:
             continue
         dtype = tf.as_dtype(exchange.dtype)
         pieces = []
         for r, segment in enumerate(exchange.segments):
-            for i in segment:
-                grad = grads[i]
+            for piece in segment:
+                grad = grads[piece.index]
                 if grad is None:
-                    pieces.append(tf.zeros([plan.sizes[i]], dtype))
+                    pieces.append(tf.zeros([piece.size], dtype))
                 else:
-                    pieces.append(_flat(tf.convert_to_tensor(grad), dtype))
-            padding = exchange.block - exchange.length(r, plan.sizes)
+                    flat = _flat(tf.convert_to_tensor(grad), dtype)
+                    pieces.append(flat if plan.is_whole(piece) else flat[piece.start:piece.stop])
+            padding = exchange.block - exchange.length(r)
             if padding:
                 pieces.append(tf.zeros([padding], dtype))
         mine = mpi_ops.reducescatter(
             tf.concat(pieces, 0), op=op, compression=compression, prescale_factor=prescale,
             postscale_factor=postscale, process_set=process_set, name=f"{exchange.name}.grads")
         offset = 0
-        for i in exchange.segments[plan.rank]:
-            if grads[i] is not None:
-                piece = mine[offset:offset + plan.sizes[i]]
-                reduced[i] = tf.cast(tf.reshape(piece, variables[i].shape), grads[i].dtype)
-            offset += plan.sizes[i]
-    return reduced
+        for piece in exchange.segments[plan.rank]:
+            grad = grads[piece.index]
+            if grad is not None:
+                part = mine[offset:offset + piece.size]
+                if plan.is_whole(piece):
+                    part = tf.reshape(part, variables[piece.index].shape)
+                reduced[piece] = tf.cast(part, grad.dtype)
+            offset += piece.size
+    return [reduced.get(piece) for piece in plan.owned]
 
 
-def gather_parameters(plan, variables, process_set):
-    """Allgathers every rank's owned parameters and assigns the others' to this rank's copies;
+def gather_parameters(plan, variables, targets, process_set):
+    """Allgathers every rank's updated pieces (``targets``: the variable holding each piece of
+    ``plan.owned``) and assigns to this rank's copy of every variable it does not own whole;
     returns the assignments."""
     assignments = []
+    holders = dict(zip(plan.owned, targets))
     for exchange in plan.exchanges:
         if exchange.block == 0:
             continue
-        dtype = tf.as_dtype(exchange.dtype)
         own = exchange.segments[plan.rank]
-        mine = (tf.concat([_flat(variables[i], dtype) for i in own], 0) if own
-                else tf.zeros([0], dtype))
-        everyone = mpi_ops.allgather(mine, process_set=process_set,
-                                     name=f"{exchange.name}.params")
-        offset = 0
-        for r, segment in enumerate(exchange.segments):
-            for i in segment:
-                if r != plan.rank:
-                    piece = everyone[offset:offset + plan.sizes[i]]
-                    assignments.append(variables[i].assign(
-                        tf.reshape(piece, variables[i].shape)))
-                offset += plan.sizes[i]
+        mine = [_flat(holders[piece], exchange.dtype) for piece in own]
+        everyone = mpi_ops.allgather(tf.concat(mine, 0) if mine else tf.zeros([0], exchange.dtype),
+                                     process_set=process_set, name=f"{exchange.name}.params")
+        mine_whole = {piece.index for piece in own if plan.is_whole(piece)}
+        for index, offset in exchange.variable_ranges():
+            if index not in mine_whole:
+                variable = variables[index]
+                value = everyone[offset:offset + plan.sizes[index]]
+                assignments.append(variable.assign(tf.reshape(value, variable.shape)))
     return assignments

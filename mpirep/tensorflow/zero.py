@@ -1,10 +1,11 @@
 """ZeroRedundancyOptimizer: data parallelism whose optimizer state is sharded across ranks, as
 ZeRO stage 1 does (docs/zero.md).
 
-Each rank owns whole variables (balanced by bytes, _zero_plan.py) and keeps the optimizer's
-slot variables for those alone. A step reduce-scatters the gradients so that each rank gets the
-reduced gradients of its own variables, applies the wrapped optimizer to them, and allgathers
-the updated parameters (_zero_exchange.py). Like DistributedOptimizer's, the wrapper is a
+Each rank owns pieces of the parameters (slices of the flattened variables for an element-wise
+optimizer, whole variables otherwise; _zero_plan.py) and keeps the optimizer's slot variables
+for those alone. A step reduce-scatters the gradients so that each rank gets the reduced
+gradients of its own pieces, applies the wrapped optimizer to them, and allgathers the updated
+parameters (_zero_exchange.py), exchange by exchange as backprop produces the gradients. Like DistributedOptimizer's, the wrapper is a
 subclass of the optimizer's class with the same name, so a saved model records a plain
 optimizer. At one rank, or on a rank outside its process set, it is the plain optimizer.
 """
@@ -16,21 +17,37 @@ import mpirep
 from mpirep.tensorflow import _zero_checkpoint, mpi_ops
 from mpirep.tensorflow._accumulation import GradientAccumulator
 from mpirep.tensorflow._zero_exchange import gather_parameters, reduce_scatter
-from mpirep.tensorflow._zero_plan import consecutive_groups, make_plan
+from mpirep.tensorflow._zero_pieces import make_targets, refresh_slices
+from mpirep.tensorflow._zero_plan import backprop_buckets, consecutive_groups, make_plan
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import global_process_set
+
+
+# 4 MiB: a bucket's exchange costs a few hundred microseconds beyond its bytes (two
+# collectives), which this keeps small, while ResNet-50 still gets about 25 buckets to overlap
+# with backprop.
+DEFAULT_BUCKET_BYTES = 4 << 20
+
+# Optimizers of Keras 3 and tf_keras whose update of an element depends only on that element's
+# gradient, slots and the step: a slice of a variable updates as the whole variable would.
+ELEMENT_WISE = {"SGD", "Adam", "AdamW", "Adamax", "Nadam", "RMSprop", "Adagrad", "Adadelta",
+                "Ftrl", "Lion"}
 
 
 def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, op=None,
                             gradient_predivide_factor=1.0, backward_passes_per_step=1,
                             average_aggregated_gradients=False, num_groups=0,
-                            process_set=global_process_set):
+                            process_set=global_process_set, shard="auto",
+                            bucket_bytes=DEFAULT_BUCKET_BYTES):
     """A new optimizer like ``optimizer`` (same class and config, Keras 3 or tf_keras) that
     trains data-parallel over ``process_set`` keeping only its shard of the optimizer state;
     a built Keras 3 ``optimizer`` gives it its shard of its state.
-    ``num_groups`` = k exchanges the variables in k groups of consecutive variables, each
-    as soon as its gradients exist (default: one group); the other options are
-    DistributedOptimizer's."""
+    ``shard``: "slices" (equal slices of the flattened parameters, for element-wise
+    optimizers), "variables" (whole variables, balanced by bytes, for any optimizer) or "auto"
+    (slices where the optimizer is known to be element-wise). Slices are exchanged in buckets
+    of at least ``bucket_bytes``, last variables first, each as soon as backprop has produced
+    its gradients; whole variables in one exchange. ``num_groups`` = k exchanges k groups of
+    consecutive variables instead. The other options are DistributedOptimizer's."""
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
         raise NotImplementedError(
             f"{_rank()}ZeroRedundancyOptimizer wraps Keras optimizers, not "
@@ -56,7 +73,8 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
                    gradient_predivide_factor=gradient_predivide_factor,
                    backward_passes_per_step=backward_passes_per_step,
                    average_aggregated_gradients=average_aggregated_gradients,
-                   num_groups=num_groups, process_set=process_set)
+                   num_groups=num_groups, process_set=process_set, shard=shard,
+                   bucket_bytes=bucket_bytes)
     zero = attach(wrapper_class(type(optimizer)).from_config(config), **options)
     if _is_built(optimizer) and not isinstance(optimizer, _Zero) and \
             hasattr(optimizer, "_trainable_variables"):
@@ -69,7 +87,13 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
 
 def attach(optimizer, compression=Compression.none, op=None, gradient_predivide_factor=1.0,
            backward_passes_per_step=1, average_aggregated_gradients=False, num_groups=0,
-           process_set=global_process_set):
+           process_set=global_process_set, shard="auto", bucket_bytes=DEFAULT_BUCKET_BYTES):
+    if shard not in ("auto", "slices", "variables"):
+        raise ValueError(f"{_rank()}shard is 'auto', 'slices' or 'variables', not {shard!r}")
+    if shard == "slices" and getattr(optimizer, "clipnorm", None):
+        raise ValueError(
+            f"{_rank()}clipnorm clips each variable by its own norm, which a slice does not "
+            "have: use shard='variables'")
     if backward_passes_per_step < 1:
         raise ValueError(f"{_rank()}backward_passes_per_step must be >= 1")
     op = mpi_ops._resolve_op(op, None)
@@ -83,10 +107,20 @@ def attach(optimizer, compression=Compression.none, op=None, gradient_predivide_
     accumulator = (GradientAccumulator(backward_passes_per_step, average_aggregated_gradients)
                    if backward_passes_per_step > 1 else None)
     # A plain holder: Keras would track a list or a dict assigned to the optimizer itself.
+    sliced = shard == "slices" or (shard == "auto" and _element_wise(optimizer))
     optimizer._mpirep_zero = _ZeroState(
         op, compression, 1.0 / gradient_predivide_factor, gradient_predivide_factor,
-        num_groups, process_set, accumulator)
+        num_groups, process_set, accumulator, sliced, bucket_bytes)
     return optimizer
+
+
+def _element_wise(optimizer):
+    """Whether ``optimizer`` is (not a subclass of) an element-wise Keras optimizer, without
+    clipnorm, which clips each variable by its own norm."""
+    base = next(c for c in type(optimizer).__mro__ if not issubclass(c, _Zero))
+    library = base.__module__.split(".")[0]
+    return (library in ("keras", "tf_keras") and base.__name__ in ELEMENT_WISE
+            and not getattr(optimizer, "clipnorm", None))
 
 
 def _rank():
@@ -96,7 +130,7 @@ def _rank():
 
 class _ZeroState:
     def __init__(self, op, compression, prescale, postscale, num_groups, process_set,
-                 accumulator):
+                 accumulator, sliced, bucket_bytes):
         self.op = op
         self.compression = compression
         self.prescale = prescale
@@ -104,9 +138,12 @@ class _ZeroState:
         self.num_groups = num_groups
         self.process_set = process_set
         self.accumulator = accumulator
+        self.sliced = sliced
+        self.bucket_bytes = bucket_bytes
         self.variables = None       # every trainable variable, in the order built with
         self.plan = None
-        self.slot_keys = {}         # id(slot variable) -> (variable index, slot name)
+        self.targets = None         # the variable updated for each piece of plan.owned
+        self.slot_keys = {}         # id(slot variable) -> (slot name, Piece)
         self.layout_only = False    # a stand-in that only lists a plain optimizer's layout
         self.gathered = None        # (iterations, values) from gather_state, for one save
 
@@ -121,17 +158,31 @@ class _ZeroState:
         sharded = (not self.layout_only and ps.process_set_id is not None and ps.included()
                    and ps.size() > 1)
         size, rank = (ps.size(), ps.rank()) if sharded else (1, 0)
-        self.plan = make_plan([int(np.prod(v.shape)) for v in self.variables],
-                              [d.name for d in dtypes], [d.size for d in dtypes], size, rank,
-                              consecutive_groups(len(self.variables), self.num_groups))
+        sizes = [int(np.prod(v.shape)) for v in self.variables]
+        if self.num_groups or not self.sliced:
+            groups = consecutive_groups(len(sizes), self.num_groups)
+        else:
+            groups = backprop_buckets([n * d.size for n, d in zip(sizes, dtypes)],
+                                      self.bucket_bytes)
+        self.plan = make_plan(sizes, [d.name for d in dtypes], [d.size for d in dtypes], size,
+                              rank, groups, sliced=self.sliced)
+        with tf.init_scope():
+            self.targets = make_targets(self.plan, self.variables)
 
     def record_slot(self, slot, reference, name):
-        if self.variables is None:
+        if self.targets is None:
             return
-        for index, variable in enumerate(self.variables):
-            if variable is reference:
-                self.slot_keys[id(slot)] = (index, name)
+        for piece, target in zip(self.plan.owned, self.targets):
+            if target is reference:
+                self.slot_keys[id(slot)] = (name, piece)
                 return
+
+    def model_variable(self, variable):
+        """The model's variable that ``variable`` (one of ``targets``) holds a piece of."""
+        for piece, target in zip(self.plan.owned, self.targets):
+            if target is variable:
+                return self.variables[piece.index]
+        return variable
 
 
 def _is_built(optimizer):
@@ -151,7 +202,11 @@ class _Zero:
             return
         state = self._mpirep_zero
         state.make_plan(var_list)
-        super().build([state.variables[i] for i in state.plan.owned])
+        super().build(state.targets)
+
+    def _use_weight_decay(self, variable):
+        # A slice is excluded from weight decay as its variable is, by name or by identity.
+        return super()._use_weight_decay(self._mpirep_zero.model_variable(variable))
 
     def add_variable_from_reference(self, *args, **kwargs):
         slot = super().add_variable_from_reference(*args, **kwargs)
@@ -210,37 +265,34 @@ class _Zero:
                 f"{_rank()}ZeroRedundancyOptimizer was built on other variables "
                 "(or in another order) than it is asked to update; pass the same trainable "
                 "variables, in the same order, at every step")
-        plan = state.plan
+        plan, targets = state.plan, state.targets
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                  for g in grads]
 
-        def reduce(gs):
+        def step(gs):
+            """Reduces, applies and gathers; each variable's update is ordered after its
+            reduction and before its gather by the variable's own reads and writes, so that
+            every exchange goes ahead as soon as its own inputs exist."""
             if state.plain:
-                return list(gs)
-            reduced = reduce_scatter(plan, gs, variables, state.op, state.compression,
-                                     state.prescale, state.postscale, state.process_set)
-            if state.accumulator is not None:  # tf.cond wants the same outputs either way
-                reduced = [r if r is not None or g is None else tf.zeros_like(g)
-                           for r, g in zip(reduced, gs)]
-            return reduced
-
-        def step(reduced):
-            owned = [i for i in plan.owned if reduced[i] is not None]
-            if owned:
-                result = apply_owned([reduced[i] for i in owned], [variables[i] for i in owned])
+                reduced = [gs[piece.index] for piece in plan.owned]
             else:
-                result = self.iterations.assign_add(1)
+                reduced = reduce_scatter(plan, gs, variables, state.op, state.compression,
+                                         state.prescale, state.postscale, state.process_set)
+            owned = [k for k, g in enumerate(reduced) if g is not None]
+            with tf.control_dependencies(refresh_slices(plan, variables, targets)):
+                if owned:
+                    result = apply_owned([reduced[k] for k in owned],
+                                         [targets[k] for k in owned])
+                else:
+                    result = self.iterations.assign_add(1)
             if state.plain:
                 return result
-            with tf.control_dependencies([t for t in tf.nest.flatten(result)
-                                          if isinstance(t, (tf.Tensor, tf.Operation))]):
-                return gather_parameters(plan, variables, state.process_set)
+            return result, gather_parameters(plan, variables, targets, state.process_set)
 
         if state.accumulator is None:
-            return step(reduce(grads))
-        reduced = state.accumulator.accumulate_and_reduce(grads, variables, reduce)
-        return state.accumulator.apply_when_reduced(
-            lambda: step(reduced), lambda: self.iterations.assign_add(1), reduced)
+            return step(grads)
+        return state.accumulator.reduce_and_apply_every_nth(
+            grads, variables, step, lambda: self.iterations.assign_add(1))
 
 
 def _own_variables(optimizer):

@@ -123,12 +123,14 @@ def test_training(ranks, keras):
 
 
 # At 2 ranks: one-rank process sets (the plain optimizer), a checkpoint resharded from 2 ranks
-# to 1; tf_keras's wrapper in the same job. At 4 ranks: the state at 1/4 per rank, and a
-# checkpoint saved at 4 ranks resharded to 3 and 2, where training resumes. The whole job
+# to 1; tf_keras's wrapper in the same job. At 4 ranks: the state at 1/4 per rank, slices cut
+# across variables by 4, and a checkpoint saved at 4 ranks resharded to 3 and 2, where training
+# resumes. The whole job
 # passes at 1, 3 and 4 ranks too (docs/zero.md).
 @pytest.mark.parametrize("ranks,keras,checks", keras_cases([
     (2, "keras3", []),
     (4, "keras3", ["fit_matches_distributed_optimizer", "state_is_one_over_np_on_a_deep_stack",
+                   "whole_variables_and_small_buckets_match_distributed_optimizer",
                    "checkpoint_is_a_plain_optimizers_and_reshards"])]),
     ids=lambda value: ("some" if value else "all") if isinstance(value, list) else None)
 def test_zero_redundancy_optimizer(ranks, keras, checks):

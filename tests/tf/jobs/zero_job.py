@@ -1,6 +1,7 @@
 """ZeroRedundancyOptimizer against DistributedOptimizer: Model.fit with Adam and SGD with
 momentum, a tf.function tape loop with AdamW excluding biases from weight decay,
-backward_passes_per_step, a float64 layer among float32 ones; the sharded state's bytes;
+backward_passes_per_step, a float64 layer among float32 ones, sharded by slices (in buckets
+large and small) and by whole variables (asked for, and for clipnorm); the sharded state's bytes;
 process sets (several ranks, and one rank, where it is the plain optimizer); checkpoints that
 a plain Keras loads and that reshard to another rank count; bad input. On tf.keras (Keras 3,
 or tf_keras with TF_USE_LEGACY_KERAS=1), and with Adam and a process set on tf_keras too where
@@ -76,11 +77,8 @@ def sgd():
     return keras.optimizers.SGD(0.05, momentum=0.9)
 
 
-def wrapped(wrap, make, **options):
-    opt = wrap(make(), **options)
-    if isinstance(opt, keras.optimizers.AdamW):
-        opt.exclude_from_weight_decay(var_names=["bias"])
-    return opt
+def adam_clipnorm():
+    return keras.optimizers.Adam(0.02, clipnorm=0.01)
 
 
 _fitted = {}
@@ -93,7 +91,7 @@ def fit(wrap, make, epochs=1, **options):
     if not options and key in _fitted:
         return _fitted[key]
     m = model()
-    opt = wrapped(wrap, make, **options)
+    opt = wrap(make(), **options)
     m.compile(optimizer=opt, loss="mse")
     x, y = data()
     m.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=False, verbose=0)
@@ -144,6 +142,25 @@ def fit_matches(optimizers):
 
 
 @check
+def whole_variables_and_small_buckets_match_distributed_optimizer():
+    # Whole variables when asked for and when clipnorm (each variable clipped by its own norm)
+    # rules out slices; slices in buckets so small that every few variables are an exchange.
+    for make, options in ((adam, dict(shard="variables")), (adam_clipnorm, {}),
+                          (adam, dict(bucket_bytes=64))):
+        dist_model, _ = fit(hvd.DistributedOptimizer, make)
+        zero_model, zero = fit(hvd.ZeroRedundancyOptimizer, make, **options)
+        np.testing.assert_allclose(weights(zero_model), weights(dist_model), **TOLERANCE,
+                                   err_msg=f"{make.__name__} {options}")
+        same_on_every_rank(hvd, weights(zero_model))
+        plan = zero.shard_plan()
+        if "bucket_bytes" in options:
+            assert len(plan.exchanges) >= 4, plan.exchanges
+        else:
+            assert all(plan.is_whole(piece) for piece in plan.owned), plan.owned
+            assert len(plan.exchanges) == 2   # one per dtype
+
+
+@check
 def state_is_one_over_np_on_a_deep_stack():
     keras.utils.set_random_seed(3)
     stack = keras.Sequential([keras.Input((16,))] +
@@ -159,9 +176,14 @@ def state_is_one_over_np_on_a_deep_stack():
 @check
 def tape_loop_matches_distributed_optimizer():
     # ZeRO in two groups of variables, each exchanged once its gradients exist.
-    def train(wrap, **options):
+    def train(wrap, exclude_by_name=True, **options):
         m = model()
-        opt = wrapped(wrap, adamw, **options)
+        opt = wrap(adamw(), **options)
+        if exclude_by_name:
+            opt.exclude_from_weight_decay(var_names=["bias"])
+        else:
+            opt.exclude_from_weight_decay(var_list=[v for v in m.trainable_variables
+                                                    if len(v.shape) == 1])
         x, y = data()
 
         @tf.function
@@ -177,8 +199,12 @@ def tape_loop_matches_distributed_optimizer():
         return weights(m)
 
     zero = train(hvd.ZeroRedundancyOptimizer, num_groups=2)
-    np.testing.assert_allclose(zero, train(hvd.DistributedOptimizer), **TOLERANCE)
+    dist = train(hvd.DistributedOptimizer)
+    np.testing.assert_allclose(zero, dist, **TOLERANCE)
     same_on_every_rank(hvd, zero)
+    # Excluded by identity: a slice is excluded as its variable is.
+    np.testing.assert_allclose(train(hvd.ZeroRedundancyOptimizer, exclude_by_name=False),
+                               dist, **TOLERANCE)
 
 
 @check
@@ -323,9 +349,10 @@ def resumes_on_fewer_ranks(path, zero_model, subset):
 def assert_shard_of(zero, plain):
     """Each of ``zero``'s variables holds exactly the plain optimizer's value for it."""
     layout = _zero_checkpoint.plain_layout(zero)
-    for key, variable in zip(_zero_checkpoint.keys(zero), _variables(zero)):
+    for key, piece, variable in _zero_checkpoint.entries(zero):
+        whole = _variables(plain)[layout.index(key)].numpy()
         np.testing.assert_array_equal(variable.numpy(),
-                                      _variables(plain)[layout.index(key)].numpy())
+                                      _zero_checkpoint.shard_of(zero, piece, whole))
 
 
 @check
@@ -335,6 +362,9 @@ def bad_input_names_the_problem():
     expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(
         keras.optimizers.Adam(0.1, use_ema=True)))
     expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(adam(), op=hvd.Max))
+    expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(adam(), shard="rows"))
+    expect_error(ValueError, lambda: hvd.ZeroRedundancyOptimizer(adam_clipnorm(),
+                                                                 shard="slices"))
     if TF_KERAS is not None:
         expect_error(NotImplementedError, lambda: hvd.ZeroRedundancyOptimizer(
             TF_KERAS.optimizers.legacy.Adam(0.1)))
