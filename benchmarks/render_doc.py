@@ -251,12 +251,14 @@ def zero(results):
         ratios = [per["ZeRO"]["state_bytes"] / per["Distributed"]["state_bytes"] for per in r["state"]["ranks"]]
         growth = [per["ZeRO"]["rss_growth_bytes"] / mib for per in r["state"]["ranks"]]
         dist_growth = [per["Distributed"]["rss_growth_bytes"] / mib for per in r["state"]["ranks"]]
+        copies = [per["ZeRO"].get("slice_copy_bytes", 0) / mib for per in r["state"]["ranks"]]
         rows.append([str(n), f"{max(per['ZeRO']['state_bytes'] for per in r['state']['ranks']) / mib:.1f}",
                      f"{r['state']['ranks'][0]['Distributed']['state_bytes'] / mib:.1f}", f"{max(ratios):.3f}",
-                     f"{1 / n + 0.05:.3f}", f"{min(growth):.0f}-{max(growth):.0f}",
+                     f"{1 / n + 0.05:.3f}", f"{max(copies):.1f}", f"{min(growth):.0f}-{max(growth):.0f}",
                      f"{min(dist_growth):.0f}-{max(dist_growth):.0f}"])
     out = [table(["np", "ZeRO state MiB (largest rank)", "Distributed state MiB", "ratio", "target",
-                  "RSS growth ZeRO MiB", "RSS growth Distributed MiB"], rows, ["---:"] * 7)]
+                  "ZeRO slice copies MiB (largest rank)", "RSS growth ZeRO MiB",
+                  "RSS growth Distributed MiB"], rows, ["---:"] * 8)]
     steps = [_zero_step_row(f"np={n}, one host", r["step"]) for n, r in runs.items() if "step" in r]
     if steps:
         out += ["", table(ZERO_STEP_HEADER, steps)]

@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep.tensorflow.keras as hvd
+from mpirep.tensorflow.zero import DEFAULT_BUCKET_BYTES
 from tf_keras_cnn import small_resnet, synthetic_data
 
 
@@ -46,6 +47,16 @@ def optimizer_bytes(optimizer):
     return sum(v.numpy().nbytes for v in (variables() if callable(variables) else variables))
 
 
+def slice_copy_bytes(optimizer, variables):
+    """The bytes of the variables a ZeRO optimizer holds for its slices of model variables
+    (a copy of those slices of the parameters, which it updates); 0 for any other optimizer."""
+    if not hasattr(optimizer, "shard_plan"):
+        return 0
+    plan = optimizer.shard_plan()
+    return sum(piece.size * tf.as_dtype(variables[piece.index].dtype).size
+               for piece in plan.owned if not plan.is_whole(piece))
+
+
 def state(model_name):
     build = {"resnet50": lambda: tf.keras.applications.ResNet50(weights=None),
              "small_resnet": small_resnet}[model_name]
@@ -57,7 +68,7 @@ def state(model_name):
         before = resident_bytes()
         optimizer.build(variables)
         grown = resident_bytes() - before
-        rows[name] = (optimizer_bytes(optimizer), grown)
+        rows[name] = (optimizer_bytes(optimizer), grown, slice_copy_bytes(optimizer, variables))
     return rows, sum(v.numpy().nbytes for v in variables)
 
 
@@ -74,13 +85,14 @@ def mlp():
 TIME_MODELS = {"small_resnet": small_resnet, "mlp": mlp}
 
 
-def step_times(build, blocks, steps, batch):
+def step_times(build, blocks, steps, batch, zero_options):
     data = synthetic_data(batch, hvd.rank())
     models = {}
     for name, wrap in WRAPPERS:
         tf.keras.utils.set_random_seed(1)
         model = build()
-        model.compile(optimizer=wrap(tf.keras.optimizers.Adam(1e-3)),
+        options = zero_options if name == "ZeRO" else {}
+        model.compile(optimizer=wrap(tf.keras.optimizers.Adam(1e-3), **options),
                       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         model.fit(data, steps_per_epoch=3, epochs=1, verbose=0)   # traces, warms up
         models[name] = model
@@ -105,22 +117,26 @@ def report_state(model_name):
         mib = 2.0 ** 20
         print(f"optimizer state per rank, {model_name} with Adam, np={hvd.size()} "
               f"(parameters: {parameters / mib:.1f} MiB)")
-        print("rank | ZeRO state MiB | Distributed state MiB | ratio | RSS growth ZeRO MiB | "
-              "RSS growth Distributed MiB")
+        print("rank | ZeRO state MiB | Distributed state MiB | ratio | ZeRO slice copies MiB | "
+              "RSS growth ZeRO MiB | RSS growth Distributed MiB")
         for rank, per in enumerate(everyone):
             zero, dist = per["ZeRO"], per["Distributed"]
             print(f"{rank} | {zero[0] / mib:.1f} | {dist[0] / mib:.1f} | "
-                  f"{zero[0] / dist[0]:.3f} | {zero[1] / mib:.1f} | {dist[1] / mib:.1f}")
+                  f"{zero[0] / dist[0]:.3f} | {zero[2] / mib:.1f} | {zero[1] / mib:.1f} | "
+                  f"{dist[1] / mib:.1f}")
         worst = max(per["ZeRO"][0] / per["Distributed"][0] for per in everyone)
         print(f"largest ratio {worst:.3f}; target 1/np + 5% = {1 / hvd.size() + 0.05:.3f}")
     return {"model": model_name, "parameter_bytes": parameters,
-            "ranks": [{name: {"state_bytes": per[name][0], "rss_growth_bytes": per[name][1]}
+            "ranks": [{name: {"state_bytes": per[name][0], "rss_growth_bytes": per[name][1],
+                              "slice_copy_bytes": per[name][2]}
                        for name in per} for per in everyone]}
 
 
 def report_step_times(args):
     """Prints the step-time line on rank 0; the ratios and step times for the results."""
-    ratios, seconds = step_times(TIME_MODELS[args.time_model], args.blocks, args.steps, args.batch)
+    zero_options = {"shard": args.shard, "bucket_bytes": int(args.bucket_mib * 2 ** 20)}
+    ratios, seconds = step_times(TIME_MODELS[args.time_model], args.blocks, args.steps, args.batch,
+                                 zero_options)
     q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
     if hvd.rank() == 0:
         print(f"step time, {args.time_model} 32 px, batch {args.batch}/rank, np={hvd.size()}: "
@@ -128,6 +144,7 @@ def report_step_times(args):
               f"{statistics.median(seconds['Distributed']) * 1e3:.1f} ms; ratio median "
               f"{statistics.median(ratios):.3f} (quartiles {q[0]:.3f}..{q[2]:.3f})")
     return {"model": args.time_model, "batch": args.batch, "steps_per_block": args.steps,
+            "shard": args.shard, "bucket_mib": args.bucket_mib,
             "ratios": ratios, "seconds": seconds, "median": statistics.median(ratios),
             "quartiles": [q[0], q[2]]}
 
@@ -139,6 +156,10 @@ def main():
     parser.add_argument("--blocks", type=int, default=7, help="timed rounds (0: none)")
     parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--shard", default="auto", choices=["auto", "slices", "variables"],
+                        help="ZeroRedundancyOptimizer's shard option in the timed steps")
+    parser.add_argument("--bucket-mib", type=float, default=DEFAULT_BUCKET_BYTES / 2 ** 20,
+                        help="its bucket_bytes, in MiB")
     parser.add_argument("--json", help="where rank 0 writes the results")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(1)

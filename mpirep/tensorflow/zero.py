@@ -23,9 +23,9 @@ from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import global_process_set
 
 
-# 4 MiB: a bucket's exchange costs a few hundred microseconds beyond its bytes (two
-# collectives), which this keeps small, while ResNet-50 still gets about 25 buckets to overlap
-# with backprop.
+# Each bucket is two collectives a step. Across two hosts at 1 Gbit/s, the MLP of
+# benchmarks/zero_optimizer.py stepped as fast with buckets of 1 MiB as with 4 MiB, and 25%
+# slower with one bucket of all its 24 MiB (docs/zero.md). ResNet-50 gets about 25 buckets.
 DEFAULT_BUCKET_BYTES = 4 << 20
 
 # Optimizers of Keras 3 and tf_keras whose update of an element depends only on that element's
@@ -300,7 +300,20 @@ def _own_variables(optimizer):
     return list(variables() if callable(variables) else variables)
 
 
+def _outside_strategies():
+    """Whether no tf.distribute strategy is in scope: then the optimizer's sum of the gradients
+    over replicas is over one replica, an identity, but one op that joins every gradient, so
+    that no variable's update could start before the last exchange's reducescatter had ended,
+    nor any exchange's allgather. The wrappers skip it there."""
+    return not tf.distribute.has_strategy()
+
+
 class _ZeroKeras3(_Zero):
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if _outside_strategies():
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
     def apply(self, grads, trainable_variables=None):
         if trainable_variables is None:
             trainable_variables = self._mpirep_zero.variables
@@ -310,6 +323,11 @@ class _ZeroKeras3(_Zero):
 
 
 class _ZeroTfKeras(_Zero):
+    def aggregate_gradients(self, grads_and_vars):
+        if _outside_strategies():
+            return list(grads_and_vars)
+        return super().aggregate_gradients(grads_and_vars)
+
     def apply_gradients(self, grads_and_vars, *args, **kwargs):
         grads, variables = zip(*grads_and_vars)
         base_apply = super().apply_gradients
