@@ -5,9 +5,10 @@ Each rank owns pieces of the parameters (slices of the flattened variables for a
 optimizer, whole variables otherwise; _zero_plan.py) and keeps the optimizer's slot variables
 for those alone. A step reduce-scatters the gradients so that each rank gets the reduced
 gradients of its own pieces, applies the wrapped optimizer to them, and allgathers the updated
-parameters (_zero_exchange.py), exchange by exchange as backprop produces the gradients. Like DistributedOptimizer's, the wrapper is a
-subclass of the optimizer's class with the same name, so a saved model records a plain
-optimizer. At one rank, or on a rank outside its process set, it is the plain optimizer.
+parameters (_zero_exchange.py), exchange by exchange as backprop produces the gradients. Like
+DistributedOptimizer's, the wrapper is a subclass of the optimizer's class with the same name,
+so a saved model records a plain optimizer. At one rank, or on a rank outside its process set,
+it is the plain optimizer.
 """
 
 import numpy as np
