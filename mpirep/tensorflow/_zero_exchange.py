@@ -25,20 +25,17 @@ def reduce_scatter(plan, grads, variables, op, compression, prescale, postscale,
         if exchange.block == 0:
             continue
         dtype = tf.as_dtype(exchange.dtype)
-        pieces = []
-        for r, segment in enumerate(exchange.segments):
-            for piece in segment:
-                grad = grads[piece.index]
-                if grad is None:
-                    pieces.append(tf.zeros([piece.size], dtype))
-                else:
-                    flat = _flat(tf.convert_to_tensor(grad), dtype)
-                    pieces.append(flat if plan.is_whole(piece) else flat[piece.start:piece.stop])
-            padding = exchange.block - exchange.length(r)
-            if padding:
-                pieces.append(tf.zeros([padding], dtype))
+        parts = []
+        for part in exchange.buffer_parts(padded=True):
+            if isinstance(part, int):
+                parts.append(tf.zeros([part], dtype))
+            elif grads[part.index] is None:
+                parts.append(tf.zeros([part.size], dtype))
+            else:
+                flat = _flat(tf.convert_to_tensor(grads[part.index]), dtype)
+                parts.append(flat if plan.is_whole(part) else flat[part.start:part.stop])
         mine = mpi_ops.reducescatter(
-            tf.concat(pieces, 0), op=op, compression=compression, prescale_factor=prescale,
+            tf.concat(parts, 0), op=op, compression=compression, prescale_factor=prescale,
             postscale_factor=postscale, process_set=process_set, name=f"{exchange.name}.grads")
         offset = 0
         for piece in exchange.segments[plan.rank]:

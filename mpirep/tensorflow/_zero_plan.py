@@ -17,7 +17,8 @@ the core's equal blocks are exactly the owners' segments. Its allgather sends ea
 pieces unpadded (allgather takes different lengths); there every variable's elements are
 consecutive, ready to be assigned in one piece."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,32 @@ class Exchange:
     def length(self, rank):
         return sum(piece.size for piece in self.segments[rank])
 
+    def buffer_parts(self, padded):
+        """The exchange's buffer in order: a Piece for each run of one variable's elements (its
+        pieces on consecutive ranks are one run where nothing lies between them) and, where
+        ``padded`` (the reducescatter's buffer), the length of each rank's padding of zeros.
+        Taking whole runs, a gradient is cut only where the buffer really cuts it."""
+        parts = []
+        for r, segment in enumerate(self.segments):
+            for piece in segment:
+                last = parts[-1] if parts else None
+                if isinstance(last, Piece) and last.index == piece.index and \
+                        last.stop == piece.start:
+                    parts[-1] = Piece(piece.index, last.start, piece.stop)
+                else:
+                    parts.append(piece)
+            padding = self.block - self.length(r)
+            if padded and padding:
+                parts.append(padding)
+        return parts
+
     def variable_ranges(self):
         """(variable index, first element in the allgather's output), for each variable of the
         exchange in that output's order."""
         ranges, offset = [], 0
-        for segment in self.segments:
-            for piece in segment:
-                if not ranges or ranges[-1][0] != piece.index:
-                    ranges.append((piece.index, offset))
-                offset += piece.size
+        for run in self.buffer_parts(padded=False):
+            ranges.append((run.index, offset))
+            offset += run.size
         return ranges
 
 
@@ -61,9 +79,9 @@ class ShardPlan:
     size: int
     rank: int
     sizes: list            # sizes[i]: variable i's number of elements
-    exchanges: list = field(default_factory=list)
+    exchanges: list
 
-    @property
+    @cached_property
     def owned(self):
         """This rank's pieces in the variables' order (the order a plain optimizer builds in)."""
         return sorted((piece for exchange in self.exchanges
@@ -86,7 +104,7 @@ def make_plan(sizes, dtypes, itemsizes, size, rank, groups=None, sliced=False):
     if groups is None:
         groups = [list(range(len(sizes)))]
     total = [0] * size   # bytes each rank owns so far, for the whole-variable balance
-    plan = ShardPlan(size, rank, list(sizes))
+    exchanges = []
     for g, group in enumerate(groups):
         owner = None if sliced else _owners(group, sizes, itemsizes, size, total)
         for dtype in sorted({dtypes[i] for i in group}):
@@ -97,8 +115,8 @@ def make_plan(sizes, dtypes, itemsizes, size, rank, groups=None, sliced=False):
                 segments = [[Piece(i, 0, sizes[i]) for i in members if owner[i] == r]
                             for r in range(size)]
             block = max(sum(piece.size for piece in segment) for segment in segments)
-            plan.exchanges.append(Exchange(dtype, segments, block, f"zero.{g}.{dtype}"))
-    return plan
+            exchanges.append(Exchange(dtype, segments, block, f"zero.{g}.{dtype}"))
+    return ShardPlan(size, rank, list(sizes), exchanges)
 
 
 def _owners(group, sizes, itemsizes, size, total):

@@ -144,6 +144,7 @@ class _ZeroState:
         self.variables = None       # every trainable variable, in the order built with
         self.plan = None
         self.targets = None         # the variable updated for each piece of plan.owned
+        self.piece_of = {}          # id(target) -> its Piece
         self.slot_keys = {}         # id(slot variable) -> (slot name, Piece)
         self.layout_only = False    # a stand-in that only lists a plain optimizer's layout
         self.gathered = None        # (iterations, values) from gather_state, for one save
@@ -169,21 +170,17 @@ class _ZeroState:
                               rank, groups, sliced=self.sliced)
         with tf.init_scope():
             self.targets = make_targets(self.plan, self.variables)
+        self.piece_of = {id(t): piece for piece, t in zip(self.plan.owned, self.targets)}
 
     def record_slot(self, slot, reference, name):
-        if self.targets is None:
-            return
-        for piece, target in zip(self.plan.owned, self.targets):
-            if target is reference:
-                self.slot_keys[id(slot)] = (name, piece)
-                return
+        piece = self.piece_of.get(id(reference))
+        if piece is not None:
+            self.slot_keys[id(slot)] = (name, piece)
 
     def model_variable(self, variable):
         """The model's variable that ``variable`` (one of ``targets``) holds a piece of."""
-        for piece, target in zip(self.plan.owned, self.targets):
-            if target is variable:
-                return self.variables[piece.index]
-        return variable
+        piece = self.piece_of.get(id(variable))
+        return variable if piece is None else self.variables[piece.index]
 
 
 def _is_built(optimizer):

@@ -65,8 +65,11 @@ def test_slices_cut_equal_ranges_across_variables():
                                  [Piece(1, 9, 12), Piece(2, 0, 3)]]
     assert plan.owned == [Piece(1, 2, 9)] and not plan.is_whole(Piece(1, 2, 9))
     assert [exchange.length(r) for r in range(3)] == [7, 7, 6]
-    # A variable cut across ranks is still one range of the allgather's output.
+    # A variable cut across ranks is still one range of the allgather's output, and one run
+    # of the reducescatter's buffer, which ends with the last rank's padding.
     assert exchange.variable_ranges() == [(0, 0), (1, 5), (2, 17)]
+    assert exchange.buffer_parts(padded=True) == [Piece(0, 0, 5), Piece(1, 0, 12),
+                                                  Piece(2, 0, 3), 1]
     assert sum(plan.owned_bytes([4] * 3, rank=r) for r in range(3)) == 80
 
 
