@@ -71,6 +71,14 @@ def busbw(nbytes, seconds, n):
     return nbytes / seconds * 2 * (n - 1) / n / 1e9 if n > 1 else float("nan")
 
 
+def copy_bound(buf):
+    """What bounds a collective inside a host: every rank copying `buf` once into memory of its
+    own, all at the same time. An out-of-place allreduce must at least read its input and write
+    its output, and the ranks share the memory's bandwidth. Returns the copy, to be timed."""
+    out = np.zeros_like(buf)  # touched already, as the outputs of what it bounds
+    return lambda: np.copyto(out, buf)
+
+
 def exact_floats(rank, count):
     """float32 values whose sums are exact, so every algorithm's result is bit-identical."""
     return ((rank + 1) * (np.arange(count, dtype=np.int64) % 7 + 1)).astype(np.float32)

@@ -46,11 +46,13 @@ bool Executor::Hierarchical() const {
   return hierarchical_allreduce_ > 0 || HierarchicalIsAChoice();
 }
 
+bool Executor::SharedMemory() const { return shm_ && !Hierarchical(); }
+
 void Executor::ReduceBuffer(const Pieces& in, void* out, int64_t count, DataType dtype,
                             ReduceOp op, const Ring::Epilogue& epilogue) {
   const int64_t bytes = count * static_cast<int64_t>(ElementSize(dtype));
   const bool hierarchical = Hierarchical();
-  if (!hierarchical && shm_) {
+  if (SharedMemory()) {
     BeginPhase("SHM_ALLREDUCE");
     shm_->Allreduce(in, out, count, dtype, op, epilogue);
     return;
@@ -81,12 +83,15 @@ void Executor::SetChunkBytes(int64_t chunk_bytes) {
   if (hierarchical_) hierarchical_->SetChunkBytes(chunk_bytes_);
 }
 
+Status Executor::AllocationError(const Operation& op) const {
+  return Status::Error(StatusCode::INTERNAL,
+                       "rank " + std::to_string(rank_) + ": could not allocate the output of '" + op.request.name + "'");
+}
+
 void* Executor::Output(Operation& op, const Shape& shape, Status* status) {
   void* out = op.allocate(shape);
   if (out) return out;
-  *status = Status::Error(StatusCode::INTERNAL, "rank " + std::to_string(rank_) +
-                                                    ": could not allocate the output of '" +
-                                                    op.request.name + "'");
+  *status = AllocationError(op);
   return spare_.Reserve(static_cast<size_t>(TensorBytes(op.request.dtype, shape)));
 }
 
@@ -171,12 +176,24 @@ std::vector<Status> Executor::Allreduce(const Response& response, const std::vec
   } else {
     for (const Operation* op : ops) inputs.Add(op->input, Bytes(*op));
   }
-  ReduceBuffer(inputs, buffer, total / static_cast<int64_t>(esize), dtype, response.op, epilogue);
+  std::vector<void*> outs(ops.size());
+  OutputPieces outputs;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    outs[i] = ops[i]->allocate(ops[i]->request.shape);
+    if (outs[i]) outputs.Add(outs[i], Bytes(*ops[i]));
+    else statuses[i] = AllocationError(*ops[i]);
+  }
+  const int64_t count = total / static_cast<int64_t>(esize);
+  if (SharedMemory() && outputs.bytes() == total) {  // every output there: straight into them
+    BeginPhase("SHM_ALLREDUCE");
+    shm_->Allreduce(inputs, outputs, count, dtype, response.op, epilogue);
+    return statuses;
+  }
+  ReduceBuffer(inputs, buffer, count, dtype, response.op, epilogue);
   BeginPhase("UNPACK");
   offset = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    void* out = Output(*ops[i], ops[i]->request.shape, &statuses[i]);
-    std::memcpy(out, buffer + offset, Bytes(*ops[i]));
+    if (outs[i]) std::memcpy(outs[i], buffer + offset, Bytes(*ops[i]));
     offset += Bytes(*ops[i]);
   }
   return statuses;

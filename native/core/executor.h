@@ -60,9 +60,12 @@ class Executor {
   // The output buffer for `op`; where the adapter cannot provide one the collective still runs
   // (other ranks depend on it) into scratch memory, and the op fails afterwards.
   void* Output(Operation& op, const Shape& shape, Status* status);
+  Status AllocationError(const Operation& op) const;
   // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or over the flat
   // transport; decided per collective from the setting, the same way on every rank.
   bool Hierarchical() const;
+  // Whether this allreduce goes through the host's shared memory (ShmAllreduce).
+  bool SharedMemory() const;
   // Over the flat transport: shared memory where there is some, else the ring, or doubling for
   // small buffers at three ranks or more (at two the ring already sends each half once each
   // way; doubling would save one message's latency but reduce the whole buffer on both ranks,

@@ -4,12 +4,6 @@
 
 namespace mpirep {
 
-void Pieces::Add(const void* data, int64_t bytes) {
-  if (bytes <= 0) return;
-  data_.push_back(static_cast<const char*>(data));
-  ends_.push_back(this->bytes() + bytes);
-}
-
 const char* Pieces::Contiguous(int64_t offset, int64_t bytes) const {
   const size_t i = std::upper_bound(ends_.begin(), ends_.end(), offset) - ends_.begin();
   if (i == ends_.size() || offset + bytes > ends_[i]) return nullptr;

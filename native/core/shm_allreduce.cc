@@ -5,6 +5,7 @@
 
 #include "backoff.h"
 #include "reduce.h"
+#include "stream_copy.h"
 
 namespace mpirep {
 namespace {
@@ -55,48 +56,73 @@ void ShmAllreduce::AwaitAll(Flag flag, uint64_t block) {
   }
 }
 
-void ShmAllreduce::Allreduce(const Pieces& in, void* out, int64_t count, DataType dtype, ReduceOp op,
-                             const Ring::Epilogue& epilogue) {
-  const int64_t esize = static_cast<int64_t>(ElementSize(dtype));
-  char* const target = static_cast<char*>(out);
+ShmAllreduce::Shares ShmAllreduce::SharesOf(int64_t elements, size_t element_bytes) const {
+  Shares shares{{0}};
+  for (int64_t part : EvenSegments(elements, size_)) {
+    shares.start.push_back(shares.start.back() + part * static_cast<int64_t>(element_bytes));
+  }
+  return shares;
+}
+
+void ShmAllreduce::Allreduce(const Pieces& in, const OutputPieces& out, int64_t count, DataType dtype,
+                             ReduceOp op, const Ring::Epilogue& epilogue) {
+  const size_t esize = ElementSize(dtype);
+  const int64_t bytes = count * static_cast<int64_t>(esize);
+  const auto copy_out = [&](int64_t at, const char* from, int64_t length) {
+    out.ForEach(at, length, [&](char* part, int64_t done, int64_t part_bytes) {
+      if (part == from + done) return;
+      if (bytes >= kStreamOutputBytes) {
+        StreamCopy(part, from + done, part_bytes);
+      } else {
+        std::memcpy(part, from + done, part_bytes);
+      }
+    });
+  };
   if (size_ == 1) {
-    if (count > 0 && in.Contiguous(0, count * esize) != target) in.CopyTo(target, 0, count * esize);
-    if (count > 0) epilogue(target, count);
+    // The input into the output, where it is not there already, and the epilogue there.
+    in.ForEach(0, bytes, [&](const char* part, int64_t done, int64_t part_bytes) { copy_out(done, part, part_bytes); });
+    out.ForEach(0, bytes, [&](char* part, int64_t, int64_t part_bytes) {
+      epilogue(part, part_bytes / static_cast<int64_t>(esize));
+    });
     return;
   }
-  const int64_t per_block = std::max<int64_t>(1, static_cast<int64_t>(slot_bytes_) / esize);
+  const int64_t per_block = std::max<int64_t>(1, static_cast<int64_t>(slot_bytes_ / esize));
+  const int64_t block_bytes = per_block * static_cast<int64_t>(esize);
   const int64_t blocks = (count + per_block - 1) / per_block;
   const uint64_t first = block_ + 1;
   block_ += static_cast<uint64_t>(blocks);
-  auto elements = [&](int64_t b) { return std::min(per_block, count - b * per_block); };
-  auto copy_in = [&](int64_t b) {
-    in.CopyTo(Slot(rank_, first + b), b * per_block * esize, elements(b) * esize);
+  const auto shares_of = [&](int64_t b) { return SharesOf(std::min(per_block, count - b * per_block), esize); };
+  // Step 1: the others' shares of block b, each at its place in this rank's slot.
+  const auto copy_in = [&](int64_t b) {
+    const Shares shares = shares_of(b);
+    char* const slot = Slot(rank_, first + b);
+    const int64_t at = b * block_bytes;
+    in.CopyTo(slot, at, shares.start[rank_]);
+    in.CopyTo(slot + shares.start[rank_ + 1], at + shares.start[rank_ + 1], shares.start[size_] - shares.start[rank_ + 1]);
     Raise(kArrived, first + b);
   };
   if (blocks > 0) copy_in(0);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint64_t block = first + b;
-    char* const block_out = target + b * per_block * esize;
-    const std::vector<int64_t> shares = EvenSegments(elements(b), size_);
-    std::vector<int64_t> offsets(size_, 0);  // in bytes
-    for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + shares[r - 1] * esize;
+    const Shares shares = shares_of(b);
+    const int64_t mine = shares.start[rank_];
+    char* const result = Slot(rank_, block) + mine;
     AwaitAll(kArrived, block);
-    if (shares[rank_] > 0) {
-      // Into the output, not the own slot, which still holds this rank's operand.
-      const int64_t mine = offsets[rank_];
-      char* result = block_out + mine;
-      Reduce(result, Slot(0, block) + mine, Slot(1, block) + mine, shares[rank_], dtype, op);
-      for (int r = 2; r < size_; ++r) Reduce(result, result, Slot(r, block) + mine, shares[rank_], dtype, op);
-      epilogue(result, shares[rank_]);
-      std::memcpy(Slot(rank_, block) + mine, result, shares[rank_] * esize);
-    }
+    // Step 2, per part of this rank's input that its share spans.
+    in.ForEach(b * block_bytes + mine, shares.bytes(rank_), [&](const char* own, int64_t done, int64_t part_bytes) {
+      const int64_t elements = part_bytes / static_cast<int64_t>(esize);
+      const auto operand = [&](int r) -> const char* { return r == rank_ ? own : Slot(r, block) + mine + done; };
+      Reduce(result + done, operand(0), operand(1), elements, dtype, op);
+      for (int r = 2; r < size_; ++r) Reduce(result + done, result + done, operand(r), elements, dtype, op);
+    });
+    if (shares.bytes(rank_) > 0) epilogue(result, shares.bytes(rank_) / static_cast<int64_t>(esize));
     Raise(kReduced, block);
     AwaitAll(kReduced, block);
     // The next block's copy in first, so that the others can start reducing it while this rank
     // copies this block out.
     if (b + 1 < blocks) copy_in(b + 1);
     for (int r = 0; r < size_; ++r) {
-      if (r != rank_ && shares[r] > 0) std::memcpy(block_out + offsets[r], Slot(r, block) + offsets[r], shares[r] * esize);
+      copy_out(b * block_bytes + shares.start[r], Slot(r, block) + shares.start[r], shares.bytes(r));
     }
   }
 }

@@ -471,21 +471,30 @@ void CheckJoinedRanksStandIn(int n, int64_t small_allreduce_bytes, bool shm = fa
 
 // A rank whose output cannot be allocated still takes part (the others depend on it) and then
 // fails that operation alone.
-void CheckFailedAllocation() {
+// A rank that cannot allocate one output of a fused batch still takes its part (the batch
+// goes through the fusion buffer there), and every other output is right, over the ring and
+// over shared memory alike.
+void CheckFailedAllocation(bool shm) {
   const int n = 3;
   std::vector<RankWork> work(n);
   for (int r = 0; r < n; ++r) {
-    work[r].Submit(Make(Collective::ALLREDUCE, "x", DataType::INT32, {40}),
-                   ReductionInput<int32_t>(ReduceOp::SUM, r, n, 40, 0));
+    for (const char* name : {"x", "y"}) {
+      work[r].Submit(Make(Collective::ALLREDUCE, name, DataType::INT32, {40}),
+                     ReductionInput<int32_t>(ReduceOp::SUM, r, n, 40, 0));
+    }
   }
   work[1].cannot_allocate.insert("x");
-  const std::vector<Outcome> outcomes = Run(work);
+  const std::vector<Outcome> outcomes = Run(work, 0, 1 << 20, shm);
   CHECK(outcomes[1].statuses.at("x").code == StatusCode::INTERNAL &&
             outcomes[1].statuses.at("x").message == "rank 1: could not allocate the output of 'x'",
         << outcomes[1].statuses.at("x").message);
-  for (int r : {0, 2}) {
-    CHECK(outcomes[r].statuses.at("x").ok());
-    CheckReduced(outcomes[r].Values<int32_t>("x"), ReduceOp::SUM, n, 0, 1.0, 1.0, "after a failed allocation");
+  for (int r = 0; r < n; ++r) {
+    for (const char* name : {"x", "y"}) {
+      if (r == 1 && name[0] == 'x') continue;
+      CHECK(outcomes[r].statuses.at(name).ok());
+      CheckReduced(outcomes[r].Values<int32_t>(name), ReduceOp::SUM, n, 0, 1.0, 1.0,
+                   std::string("after a failed allocation, ") + name + (shm ? " shm" : ""));
+    }
   }
 }
 
@@ -527,7 +536,8 @@ void CheckPhases(int n) {
   const std::vector<Outcome> shared = Run(work, 0, 1 << 20, /*shm=*/true);
   for (int r = 0; r < n; ++r) {
     const auto& phases = shared[r].phases;
-    CHECK(phases.at("fused.0") == (Phases{"SHM_ALLREDUCE", "UNPACK"}), << "inputs are copied in where they lie");
+    CHECK(phases.at("fused.0") == (Phases{"SHM_ALLREDUCE"}),
+          << "inputs are copied in where they lie and results straight into the outputs");
     CHECK(phases.at("solo") == (Phases{"SHM_ALLREDUCE"}));
     CHECK(phases.at("scaled") == (Phases{"PACK", "SHM_ALLREDUCE"}));
     CHECK(phases.at("gather") == (Phases{"PACK", "RING_ALLGATHER"}), << "other collectives keep the transport");
@@ -585,4 +595,7 @@ TEST(Executor, Phases) {
   for (int n : {1, 2, 3}) CheckPhases(n);
 }
 
-TEST(Executor, FailedAllocation) { CheckFailedAllocation(); }
+TEST(Executor, FailedAllocation) {
+  CheckFailedAllocation(/*shm=*/false);
+  CheckFailedAllocation(/*shm=*/true);
+}

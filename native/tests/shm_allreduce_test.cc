@@ -1,6 +1,6 @@
 // The shared-memory allreduce with 1..4 ranks as threads over one segment: every dtype and op,
-// sizes 0, 1, odd and many slots long, input in place and in pieces, slots of one element and
-// of many. Inputs depend on rank and index, expected values are closed forms, and every rank
+// sizes 0, 1, odd and many slots long, input and output in place and in pieces, outputs large
+// enough to be streamed past the cache, slots of one element and of many. Inputs depend on rank and index, expected values are closed forms, and every rank
 // must hold the same bits. A wait for a rank that never arrives ends when the wait's check
 // throws, as the runtime's liveness check ends the job. (The executor's tests run fused
 // allreduces with scale factors and stand-ins through it too.)
@@ -60,7 +60,7 @@ template <typename T>
 bool Same(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
 
 // Twice in a row on the same segment (the second reuses the slots and the flags), the first
-// out of place from pieces, the second in place; with an epilogue that halves where given.
+// out of place from pieces into pieces cut elsewhere, the second in place.
 template <typename T>
 void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, size_t slot_bytes) {
   std::vector<std::vector<T>> first(n), second(n);
@@ -68,11 +68,16 @@ void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, size_t sl
     std::vector<T> in(count), out(count);
     for (int64_t i = 0; i < count; ++i) in[i] = Value<T>((r + 1) * Factor(i));
     const std::vector<T> before = in;
+    const int64_t esize = sizeof(T);
     Pieces pieces;
     for (int64_t at = 0, size = 1; at < count; at += size, size = size % 5 + 2) {
-      pieces.Add(in.data() + at, std::min(size, count - at) * static_cast<int64_t>(sizeof(T)));
+      pieces.Add(in.data() + at, std::min(size, count - at) * esize);
     }
-    allreduce.Allreduce(pieces, out.data(), count, dtype, op, [](void*, int64_t) {});
+    OutputPieces outputs;
+    for (int64_t at = 0, size = 3; at < count; at += size, size = size % 7 + 1) {
+      outputs.Add(out.data() + at, std::min(size, count - at) * esize);
+    }
+    allreduce.Allreduce(pieces, outputs, count, dtype, op, [](void*, int64_t) {});
     first[r] = out;
     CHECK(count == 0 || std::memcmp(in.data(), before.data(), count * sizeof(T)) == 0, << "rank " << r << " wrote into its input");
     allreduce.Allreduce(Pieces(in.data(), count * sizeof(T)), in.data(), count, dtype, op, [](void*, int64_t) {});
@@ -180,6 +185,28 @@ TEST(ShmAllreduce, EpilogueRunsOnce) {
   for (int n = 1; n <= 4; ++n) {
     CheckEpilogueRunsOnce(n, 333, 64);
     CheckEpilogueRunsOnce(n, 333, 1 << 16);
+  }
+}
+
+// Outputs from ShmAllreduce::kStreamOutputBytes up are written past the cache, here into an
+// output that starts off the stores' alignment and ends inside their width.
+TEST(ShmAllreduce, LargeOutputsStreamPastTheCache) {
+  const int64_t count = ShmAllreduce::kStreamOutputBytes / 4 + 13;
+  for (int n : {1, 2, 3}) {
+    std::vector<std::vector<float>> results(n);
+    OnSharedRanks(n, 1 << 20, [&](ShmAllreduce& allreduce, int r) {
+      std::vector<float> in(count), out(count + 1, -1.0f);
+      for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>((r + 1) * Factor(i));
+      allreduce.Allreduce(Pieces(in.data(), count * 4), out.data() + 1, count, DataType::FLOAT32, ReduceOp::SUM,
+                          [](void*, int64_t) {});
+      CHECK(out[0] == -1.0f, << "rank " << r << " wrote before its output");
+      results[r].assign(out.begin() + 1, out.end());
+    });
+    for (int r = 0; r < n; ++r) {
+      for (int64_t i = 0; i < count; ++i) {
+        CHECK(results[r][i] == static_cast<float>(Expected(ReduceOp::SUM, n, i)), << "n=" << n << " rank " << r << " i=" << i);
+      }
+    }
   }
 }
 

@@ -14,19 +14,19 @@ from mpijob import mpirun
 JOB = "tests/multiproc/jobs/timeline_job.py"
 TIMEOUT_S = 90
 SMALL = [f"small/{i}" for i in range(4)]
-TRANSFERS = {"RING_ALLREDUCE", "DOUBLING_ALLREDUCE"}
+TRANSFERS = {"RING_ALLREDUCE", "SHM_ALLREDUCE"}
 
 
-def small_transfer(ranks):
-    """The small tensors (80 bytes together) go by recursive doubling from 3 ranks on (the
-    default small_allreduce_bytes is 64 KiB), by the ring below; the large one (256 KiB) always
-    by the ring."""
-    return "DOUBLING_ALLREDUCE" if ranks >= 3 else "RING_ALLREDUCE"
+def allreduce_phase(ranks):
+    """Every allreduce of several ranks, all on this host, goes through shared memory (the
+    default shm_allreduce); a rank alone runs the ring."""
+    return "SHM_ALLREDUCE" if ranks > 1 else "RING_ALLREDUCE"
 
 
 def fused_phases(ranks):
-    """Doubling takes fused tensors packed; the ring reads them where they lie."""
-    return ["PACK", "DOUBLING_ALLREDUCE", "UNPACK"] if ranks >= 3 else ["RING_ALLREDUCE", "UNPACK"]
+    """Shared memory reads fused inputs where they lie and writes straight into the outputs; the
+    ring of a rank alone unpacks them from the fusion buffer."""
+    return ["SHM_ALLREDUCE"] if ranks > 1 else ["RING_ALLREDUCE", "UNPACK"]
 
 
 def executed(operation):
@@ -51,8 +51,7 @@ def check_step_tracks(events, ranks, steps):
             # The first step is always negotiated.
             negotiated = phases[:1] == ["NEGOTIATE"]
             assert negotiated or index > 0, (name, phases)
-            small = small_transfer(ranks)
-            large, alone, fused = ["RING_ALLREDUCE"], [small], fused_phases(ranks)
+            large, alone, fused = [allreduce_phase(ranks)], [allreduce_phase(ranks)], fused_phases(ranks)
             if negotiated:
                 large, alone, fused = (["NEGOTIATE", "QUEUE", *p] for p in (large, alone, fused))
             if name == "large":
@@ -68,17 +67,17 @@ def check_step_tracks(events, ranks, steps):
             transfer = next(span for span in operation if span["name"] in TRANSFERS)
             assert transfer["args"]["tensor_bytes"] == (32768 * 8 if name == "large" else 5 * 4)
     if ranks > 1:
-        # the small tensors of each step share one transfer (and its packing and unpacking)
+        # the small tensors of each step share one transfer
         for step in range(steps):
             per_tensor = [executed(trace_events.operations(tracks[name])[step]) for name in SMALL]
             for spans in per_tensor[1:]:
                 assert [(s["name"], s["ts"], s["dur"]) for s in spans] == \
                     [(s["name"], s["ts"], s["dur"]) for s in per_tensor[0]]
-            ring = next(span for span in per_tensor[0] if span["name"] in TRANSFERS)
-            assert ring["args"]["fused_tensors"] == 4 and ring["args"]["fused_bytes"] == 80, ring
-            large_ring = executed(trace_events.operations(tracks["large"])[step])[0]
-            assert large_ring["args"]["fused_tensors"] == 1
-            assert large_ring["ts"] >= ring["ts"] + ring["dur"] or ring["ts"] >= large_ring["ts"] + large_ring["dur"]
+            fused = next(span for span in per_tensor[0] if span["name"] in TRANSFERS)
+            assert fused["args"]["fused_tensors"] == 4 and fused["args"]["fused_bytes"] == 80, fused
+            large = executed(trace_events.operations(tracks["large"])[step])[0]
+            assert large["args"]["fused_tensors"] == 1
+            assert large["ts"] >= fused["ts"] + fused["dur"] or fused["ts"] >= large["ts"] + large["dur"]
 
 
 def run(ranks, mode, tmp_path, *args, env=None):
@@ -118,7 +117,7 @@ def test_started_and_stopped_at_run_time(ranks, mark_cycles, tmp_path):
         assert not marks
     second = trace_events.tracks(trace_events.load(tmp_path / "second.json"))
     assert list(second) == ["second"] and [s["name"] for s in second["second"]] == \
-        ["NEGOTIATE", "QUEUE", small_transfer(ranks)]
+        ["NEGOTIATE", "QUEUE", allreduce_phase(ranks)]
     assert not (tmp_path / "early.json").exists() and not (tmp_path / "no").exists()
 
 

@@ -216,8 +216,9 @@ def test_timeline_of_keras_training_started_at_run_time(tmp_path):
             # from the response cache: then they skip rank 0, with no NEGOTIATE or QUEUE phase.
             negotiated = phases[:1] == ["NEGOTIATE"]
             collective = phases[2:] if negotiated else phases
-            # alone, or fused (the ring reads fused inputs in place: no PACK)
-            assert collective in (["RING_ALLREDUCE"], ["RING_ALLREDUCE", "UNPACK"]), (name, phases)
+            # alone or fused, through shared memory, which reads the inputs where they lie and
+            # writes straight into the outputs: no PACK, no UNPACK
+            assert collective == ["SHM_ALLREDUCE"], (name, phases)
             if negotiated:
                 assert phases[1] == "QUEUE" and operation[0]["args"]["last_rank"] in (0, 1), (name, phases)
             assert operation[-1]["args"]["tensor_bytes"] == 4 * sizes[name]
