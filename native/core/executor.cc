@@ -23,7 +23,7 @@ Shape WithFirstDim(const Shape& shape, int64_t first) {
 }  // namespace
 
 Executor::Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allreduce_bytes,
-                   std::optional<HostTransports> hosts, int64_t hierarchical_allreduce, ShmAllreduce* shm)
+                   std::optional<HostTransports> hosts, int64_t hierarchical_allreduce, ShmCollectives* shm)
     : transport_(transport),
       rank_(transport.rank()),
       size_(transport.size()),

@@ -13,7 +13,7 @@
 #include "operation.h"
 #include "phase_log.h"
 #include "ring.h"
-#include "shm_allreduce.h"
+#include "shm_collectives.h"
 #include "transport.h"
 
 namespace mpirep {
@@ -29,7 +29,7 @@ class Executor {
   // the flat allreduce then goes through it (it must outlive the executor).
   Executor(Transport& transport, int64_t chunk_bytes, int64_t small_allreduce_bytes,
            std::optional<HostTransports> hosts = std::nullopt, int64_t hierarchical_allreduce = -1,
-           ShmAllreduce* shm = nullptr);
+           ShmCollectives* shm = nullptr);
 
   // Runs `response` (kind EXECUTE) over `ops`, the local operations it names, in its order.
   // Returns one status per op, and fills `result` for alltoall and join. With `phases`, records
@@ -64,7 +64,7 @@ class Executor {
   // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or over the flat
   // transport; decided per collective from the setting, the same way on every rank.
   bool Hierarchical() const;
-  // Whether this allreduce goes through the host's shared memory (ShmAllreduce).
+  // Whether this allreduce goes through the host's shared memory (ShmCollectives).
   bool SharedMemory() const;
   // Over the flat transport: shared memory where there is some, else the ring, or doubling for
   // small buffers at three ranks or more (at two the ring already sends each half once each
@@ -85,7 +85,7 @@ class Executor {
   int64_t small_allreduce_bytes_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // null: no host grouping
   int64_t hierarchical_allreduce_;
-  ShmAllreduce* shm_;  // null: not all on one host, or shared memory off
+  ShmCollectives* shm_;  // null: not all on one host, or shared memory off
   WorkBuffer fusion_buffer_;  // reused by every fused allreduce
   WorkBuffer spare_;          // for outputs the adapter could not allocate
   PhaseLog* phases_ = nullptr;       // during Run, when its caller records phases

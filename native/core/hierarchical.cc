@@ -19,6 +19,7 @@ HierarchicalAllreduce::HierarchicalAllreduce(const HostTransports& transports, s
       chunk_bytes_(chunk_bytes),
       across_(*transports.across),
       host_ring_(*transports.host, chunk_bytes),
+      host_memory_(transports.host_memory),
       across_ring_(across_, chunk_bytes) {}
 
 void HierarchicalAllreduce::SetChunkBytes(size_t chunk_bytes) {
@@ -41,11 +42,21 @@ void HierarchicalAllreduce::Allreduce(const void* in, void* out, int64_t count, 
 
   // Partial sums inside the host are not final: they get no epilogue.
   auto reduce_in_host = [&](size_t b) {
-    host_ring_.ReduceScatter(in_bytes + starts[b] * esize, out_bytes + starts[b] * esize,
-                             EvenSegments(blocks[b], ranks_per_host_), dtype, op, [](void*, int64_t) {});
+    const std::vector<int64_t> slices = EvenSegments(blocks[b], ranks_per_host_);
+    const auto none = [](void*, int64_t) {};
+    if (host_memory_) {
+      host_memory_->ReduceScatter(in_bytes + starts[b] * esize, out_bytes + starts[b] * esize, slices, dtype, op, none);
+    } else {
+      host_ring_.ReduceScatter(in_bytes + starts[b] * esize, out_bytes + starts[b] * esize, slices, dtype, op, none);
+    }
   };
   auto spread_in_host = [&](size_t b) {
-    host_ring_.Allgather(out_bytes + starts[b] * esize, EvenSegments(blocks[b], ranks_per_host_), esize);
+    const std::vector<int64_t> slices = EvenSegments(blocks[b], ranks_per_host_);
+    if (host_memory_) {
+      host_memory_->Allgather(out_bytes + starts[b] * esize, slices, esize);
+    } else {
+      host_ring_.Allgather(out_bytes + starts[b] * esize, slices, esize);
+    }
   };
   auto reduce_across = [&](size_t b) {
     const std::vector<int64_t> slices = EvenSegments(blocks[b], ranks_per_host_);

@@ -1,6 +1,7 @@
 // Allreduce for ranks spread over several hosts with the same number of them on each, in three
 // stages:
-//   1. reduce-scatter inside the host: local rank j ends up with slice j of its host's sum;
+//   1. reduce-scatter inside the host: local rank j ends up with slice j of its host's sum
+//      (through memory the host's ranks share, where they do: core/shm_collectives.h);
 //   2. local rank j allreduces slice j with local rank j of every other host, on a ring across
 //      hosts of its own, so every local rank uses the network at once;
 //   3. allgather inside the host.
@@ -16,6 +17,7 @@
 #include <functional>
 
 #include "ring.h"
+#include "shm_collectives.h"
 #include "transport.h"
 
 namespace mpirep {
@@ -23,9 +25,12 @@ namespace mpirep {
 // This rank's two views of the ranks of a collective spread over hosts: `host` connects the
 // ranks of its own host, `across` the ranks with its local index on every host, one per host.
 // Every host must have as many ranks as the others, so that the slices of stage 1 line up.
+// `host_memory`, where the ranks of the host share memory for it, runs stages 1 and 3 instead
+// of `host`.
 struct HostTransports {
   Transport* host;
   Transport* across;
+  ShmCollectives* host_memory = nullptr;
 };
 
 class HierarchicalAllreduce {
@@ -84,6 +89,7 @@ class HierarchicalAllreduce {
   size_t chunk_bytes_;
   WorkWhileWaiting across_;
   Ring host_ring_;
+  ShmCollectives* host_memory_;  // null: stages 1 and 3 on host_ring_
   Ring across_ring_;
 };
 

@@ -1,6 +1,6 @@
 // A buffer made of separate pieces, used where they lie: the inputs of a fused allreduce, which
 // the ring reduces from in place instead of after a copy into the fusion buffer (ring.h), and
-// its outputs, which the shared-memory allreduce writes straight into (shm_allreduce.h).
+// its outputs, which the shared-memory allreduce writes straight into (shm_collectives.h).
 #pragma once
 
 #include <algorithm>

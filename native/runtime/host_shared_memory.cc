@@ -40,7 +40,7 @@ HostSharedMemory::HostSharedMemory(MPI_Comm comm, bool wanted, const std::functi
   MPI_Comm_size(comm, &size);
   MPI_Bcast(&on, 1, MPI_INT, 0, comm);
   if (!on || size == 1 || !AllOnThisHost(comm)) return;
-  const size_t bytes = ShmAllreduce::SegmentBytes(size, kSlotBytes);
+  const size_t bytes = ShmCollectives::SegmentBytes(size, kSlotBytes);
   std::string name, error;
   if (rank == 0) {
     name = SharedSegment::UniqueName();
@@ -68,12 +68,12 @@ HostSharedMemory::HostSharedMemory(MPI_Comm comm, bool wanted, const std::functi
     int reporter = error.empty() ? size : rank;
     MPI_Allreduce(MPI_IN_PLACE, &reporter, 1, MPI_INT, MPI_MIN, comm);
     if (rank == reporter) {
-      std::fprintf(stderr, "[mpirep] rank %d: no shared memory for a %d-rank set (%s): its allreduces use the ring\n",
+      std::fprintf(stderr, "[mpirep] rank %d: no shared memory for %d ranks on one host (%s): they use the ring\n",
                    rank, size, error.c_str());
     }
     return;
   }
-  allreduce_.emplace(segment_->data(), rank, size, kSlotBytes, while_waiting);
+  collectives_.emplace(segment_->data(), rank, size, kSlotBytes, while_waiting);
 }
 
 }  // namespace mpirep

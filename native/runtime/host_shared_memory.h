@@ -1,6 +1,6 @@
-// The shared-memory allreduce of a process set whose ranks are all on one host: the segment
-// they map together (core/shm_segment.h), set up through MPI, and the allreduce over it
-// (core/shm_allreduce.h).
+// The shared-memory collectives of ranks that are all on one host (a process set's, or one
+// host's share of a set that spans hosts): the segment they map together (core/shm_segment.h),
+// set up through MPI, and the collectives over it (core/shm_collectives.h).
 #pragma once
 
 #include <mpi.h>
@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "core/shm_allreduce.h"
+#include "core/shm_collectives.h"
 #include "core/shm_segment.h"
 
 namespace mpirep {
@@ -24,11 +24,11 @@ class HostSharedMemory {
   HostSharedMemory(MPI_Comm comm, bool wanted, const std::function<void()>* while_waiting);
 
   // Null where there is no segment.
-  ShmAllreduce* allreduce() { return allreduce_ ? &*allreduce_ : nullptr; }
+  ShmCollectives* collectives() { return collectives_ ? &*collectives_ : nullptr; }
 
  private:
   std::unique_ptr<SharedSegment> segment_;
-  std::optional<ShmAllreduce> allreduce_;
+  std::optional<ShmCollectives> collectives_;
 };
 
 }  // namespace mpirep

@@ -12,7 +12,7 @@ int64_t RankZerosValue(MPI_Comm comm, int64_t value) {
 
 }  // namespace
 
-HostComms::HostComms(MPI_Comm comm, const std::function<void()>* while_waiting) {
+HostComms::HostComms(MPI_Comm comm, bool shared_memory, const std::function<void()>* while_waiting) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host_);
@@ -28,9 +28,11 @@ HostComms::HostComms(MPI_Comm comm, const std::function<void()>* while_waiting) 
   MPI_Comm_split(comm, local_rank, rank, &across_);
   host_transport_ = std::make_unique<MpiTransport>(host_, while_waiting);
   across_transport_ = std::make_unique<MpiTransport>(across_, while_waiting);
+  host_memory_ = std::make_unique<HostSharedMemory>(host_, shared_memory, while_waiting);
 }
 
 HostComms::~HostComms() {
+  host_memory_.reset();
   host_transport_.reset();
   across_transport_.reset();
   if (host_ != MPI_COMM_NULL) MPI_Comm_free(&host_);
@@ -39,16 +41,16 @@ HostComms::~HostComms() {
 
 std::optional<HostTransports> HostComms::transports() const {
   if (!host_transport_) return std::nullopt;
-  return HostTransports{host_transport_.get(), across_transport_.get()};
+  return HostTransports{host_transport_.get(), across_transport_.get(), host_memory_->collectives()};
 }
 
 ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config, const std::function<void()>* while_waiting)
     : comm_(comm),
       transport_(comm, while_waiting),
-      hosts_(comm, while_waiting),
+      hosts_(comm, config.shm_allreduce, while_waiting),
       shared_memory_(comm, config.shm_allreduce, while_waiting),
       executor_(transport_, config.chunk_bytes, config.small_allreduce_bytes, hosts_.transports(),
-                RankZerosValue(comm, config.hierarchical_allreduce), shared_memory_.allreduce()) {
+                RankZerosValue(comm, config.hierarchical_allreduce), shared_memory_.collectives()) {
   if (config.hierarchical_allreduce > 0 && !hosts_.transports() && transport_.rank() == 0) {
     std::fprintf(stderr,
                  "[mpirep] hierarchical_allreduce=1, but the hosts of a %d-rank set hold different "

@@ -21,8 +21,9 @@ namespace mpirep {
 // The ranks of a communicator grouped by host. Collective over it.
 class HostComms {
  public:
-  // `while_waiting`: as MpiTransport's.
-  HostComms(MPI_Comm comm, const std::function<void()>* while_waiting);
+  // `shared_memory`: whether the ranks of a host reduce through memory they share
+  // (shm_allreduce). `while_waiting`: as MpiTransport's.
+  HostComms(MPI_Comm comm, bool shared_memory, const std::function<void()>* while_waiting);
   ~HostComms();
   HostComms(const HostComms&) = delete;
   HostComms& operator=(const HostComms&) = delete;
@@ -35,6 +36,7 @@ class HostComms {
   MPI_Comm across_ = MPI_COMM_NULL;
   std::unique_ptr<MpiTransport> host_transport_;
   std::unique_ptr<MpiTransport> across_transport_;
+  std::unique_ptr<HostSharedMemory> host_memory_;
 };
 
 // A communicator this rank frees when it is done with it.

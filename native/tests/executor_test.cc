@@ -19,7 +19,7 @@
 #include "core/executor.h"
 #include "core/fusion.h"
 #include "core/ring.h"
-#include "core/shm_allreduce.h"
+#include "core/shm_collectives.h"
 #include "core/shm_segment.h"
 #include "core/stand_in.h"
 #include "on_ranks.h"
@@ -105,7 +105,7 @@ std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t small_allreduce_by
   std::vector<Outcome> outcomes(work.size());
   const int n = static_cast<int>(work.size());
   const std::string segment_name = SharedSegment::UniqueName();
-  const SharedSegment segment = SharedSegment::Create(segment_name, ShmAllreduce::SegmentBytes(n, kShmSlotBytes));
+  const SharedSegment segment = SharedSegment::Create(segment_name, ShmCollectives::SegmentBytes(n, kShmSlotBytes));
   SharedSegment::Unlink(segment_name);
   OnRanks(n, [&](Transport& transport) {
     const int rank = transport.rank();
@@ -129,7 +129,7 @@ std::vector<Outcome> Run(std::vector<RankWork>& work, int64_t small_allreduce_by
       };
       submitted.emplace(name, std::move(op));
     }
-    ShmAllreduce shared(segment.data(), rank, n, kShmSlotBytes);
+    ShmCollectives shared(segment.data(), rank, n, kShmSlotBytes);
     Executor executor(transport, kChunk, small_allreduce_bytes, std::nullopt, -1, shm ? &shared : nullptr);
     for (const Response& response : responses) {
       CHECK(response.kind == Response::Kind::EXECUTE, << response.error);

@@ -1,6 +1,7 @@
 // Hierarchical allreduce on fake hosts: ranks as threads, each with three in-process transports
 // (all ranks, its host's ranks, its peers of the same local index on the other hosts), laid out
-// by slot (ranks of a host consecutive) and by node (round robin). The Executor runs fused
+// by slot (ranks of a host consecutive) and by node (round robin), and with the stages inside
+// each host through a shared-memory segment per host instead of its ring. The Executor runs fused
 // batches and solo tensors of uneven sizes with every op and scale factors, hierarchically and
 // on the flat ring. Results must equal a reference folded element by element from every rank's
 // input (exactly for integers and for floats whose sums are exact; within rounding otherwise),
@@ -14,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "check.h"
 #include "numeric_cases.h"
 #include "core/executor.h"
+#include "core/shm_segment.h"
 #include "core/stand_in.h"
 #include "inproc_transport.h"
 
@@ -29,6 +32,7 @@ using namespace mpirep;
 namespace {
 
 constexpr int64_t kChunk = 64;  // bytes: many chunks per slice, slices split mid-chunk
+constexpr size_t kShmSlotBytes = 96;  // many rounds per stage, pieces of a few elements
 
 struct Layout {
   int hosts;
@@ -85,13 +89,20 @@ using Outputs = std::vector<std::map<std::string, std::vector<char>>>;  // [rank
 // Changes an executor's settings before the response of the given index runs, as autotuning does.
 using Retuning = std::function<void(Executor&, size_t response)>;
 
-// Runs `job` on `layout` with the setting `mode`; fills `traffic` when given.
+// Runs `job` on `layout` with the setting `mode`; fills `traffic` when given. With
+// `host_memory`, the ranks of each host share a segment for the stages inside the host.
 Outputs RunOnHosts(const Layout& layout, const Job& job, int64_t mode, Traffic* traffic = nullptr,
-                   const Retuning& retune = nullptr) {
+                   const Retuning& retune = nullptr, bool host_memory = false) {
   const int n = layout.size();
   InProcessWorld flat_world(n);
   std::vector<std::unique_ptr<InProcessWorld>> host_worlds, across_worlds;
-  for (int h = 0; h < layout.hosts; ++h) host_worlds.push_back(std::make_unique<InProcessWorld>(layout.per_host));
+  std::vector<SharedSegment> segments;
+  for (int h = 0; h < layout.hosts; ++h) {
+    host_worlds.push_back(std::make_unique<InProcessWorld>(layout.per_host));
+    const std::string name = SharedSegment::UniqueName();
+    segments.push_back(SharedSegment::Create(name, ShmCollectives::SegmentBytes(layout.per_host, kShmSlotBytes)));
+    SharedSegment::Unlink(name);
+  }
   for (int l = 0; l < layout.per_host; ++l) across_worlds.push_back(std::make_unique<InProcessWorld>(layout.hosts));
   Outputs outputs(n);
   std::vector<Traffic> per_rank(n);
@@ -105,7 +116,10 @@ Outputs RunOnHosts(const Layout& layout, const Job& job, int64_t mode, Traffic* 
       CountingTransport flat(flat_inner, [&](int peer) { return layout.HostOf(peer) != host; });
       CountingTransport on_host(host_inner, [](int) { return false; });
       CountingTransport across(across_inner, [](int) { return true; });
-      Executor executor(flat, kChunk, /*small_allreduce_bytes=*/0, HostTransports{&on_host, &across}, mode);
+      std::optional<ShmCollectives> shared;
+      if (host_memory) shared.emplace(segments[host].data(), local, layout.per_host, kShmSlotBytes);
+      Executor executor(flat, kChunk, /*small_allreduce_bytes=*/0,
+                        HostTransports{&on_host, &across, shared ? &*shared : nullptr}, mode);
       CHECK(executor.HierarchicalIsAChoice() == (layout.hosts > 1 && layout.per_host > 1), << layout.Name());
       for (size_t k = 0; k < job.responses.size(); ++k) {
         const Response& response = job.responses[k];
@@ -265,17 +279,22 @@ void CheckOp(const Layout& layout, DataType dtype, ReduceOp op, double pre, doub
   const int n = layout.size();
   const std::string what = layout.Name() + " " + DataTypeName(dtype) + " " + ReduceOpName(op) +
                            " pre=" + std::to_string(pre) + " post=" + std::to_string(post);
-  // Exact inputs: the hierarchical bits equal the flat ring's and the reference's.
+  // Exact inputs: the hierarchical bits, with the host's stages on its ring or in its shared
+  // memory, equal the flat ring's and the reference's.
   const Job exact = MakeJob<T>(dtype, op, pre, post, n, true);
   const Outputs hierarchical = RunOnHosts(layout, exact, 1);
+  const Outputs shared = RunOnHosts(layout, exact, 1, nullptr, nullptr, /*host_memory=*/true);
   const Outputs flat = RunOnHosts(layout, exact, 0);
   const double rounding = std::is_integral_v<T> ? 0 : std::numeric_limits<T>::epsilon();
   CheckAgainstReference<T>(layout, exact, hierarchical, rounding, what + " exact");
   CHECK(hierarchical == flat, << what << ": hierarchical and flat results differ");
+  CHECK(shared == flat, << what << ": hierarchical through shared memory and flat results differ");
   if (std::is_integral_v<T> || op == ReduceOp::PRODUCT) return;
   // Fractions: another order of summation rounds differently, within n roundings.
   const Job inexact = MakeJob<T>(dtype, op, pre, post, n, false);
   CheckAgainstReference<T>(layout, inexact, RunOnHosts(layout, inexact, 1), 4 * n * rounding, what + " inexact");
+  CheckAgainstReference<T>(layout, inexact, RunOnHosts(layout, inexact, 1, nullptr, nullptr, true), 4 * n * rounding,
+                           what + " inexact, shared memory");
 }
 
 void CheckEveryOp(const Layout& layout) {
@@ -307,16 +326,21 @@ void CheckPathAndCrossHostBytes(const Layout& layout) {
   job.responses = {response};
   const int64_t bytes = count * 4;
   const bool automatic = h > 1 && layout.per_host > 1;
-  Traffic auto_traffic, flat_traffic, forced_traffic;
+  Traffic auto_traffic, flat_traffic, forced_traffic, shared_traffic;
   const Outputs by_auto = RunOnHosts(layout, job, -1, &auto_traffic);
   RunOnHosts(layout, job, 0, &flat_traffic);
   RunOnHosts(layout, job, 1, &forced_traffic);
+  const Outputs shared = RunOnHosts(layout, job, 1, &shared_traffic, nullptr, /*host_memory=*/true);
   CheckAgainstReference<int32_t>(layout, job, by_auto, 0, layout.Name() + " auto");
+  CheckAgainstReference<int32_t>(layout, job, shared, 0, layout.Name() + " shared memory");
   const std::string what = layout.Name() + ": ";
   CHECK((auto_traffic.flat_sends == 0) == automatic && (auto_traffic.across_sends > 0) == (automatic && h > 1),
         << what << "auto took the wrong path");
   CHECK(flat_traffic.host_sends == 0 && flat_traffic.across_sends == 0, << what << "off still used the hosts");
   CHECK(forced_traffic.flat_sends == 0, << what << "on still used the flat ring");
+  CHECK(shared_traffic.flat_sends == 0 && shared_traffic.host_sends == 0 &&
+            shared_traffic.cross_host_bytes == forced_traffic.cross_host_bytes,
+        << what << "with shared memory the host's ring still ran, or the network carried other bytes");
   for (int host = 0; host < h; ++host) {
     CHECK(forced_traffic.cross_host_bytes[host] == 2 * (h - 1) * bytes / h,
           << what << "host " << host << " sent " << forced_traffic.cross_host_bytes[host] << " bytes across");

@@ -1,9 +1,11 @@
-// The shared-memory allreduce with 1..4 ranks as threads over one segment: every dtype and op,
-// sizes 0, 1, odd and many slots long, input and output in place and in pieces, outputs large
-// enough to be streamed past the cache, slots of one element and of many. Inputs depend on rank and index, expected values are closed forms, and every rank
-// must hold the same bits. A wait for a rank that never arrives ends when the wait's check
-// throws, as the runtime's liveness check ends the job. (The executor's tests run fused
-// allreduces with scale factors and stand-ins through it too.)
+// The shared-memory collectives with 1..4 ranks as threads over one segment: the allreduce, and
+// the reduce-scatter and allgather of the hierarchical allreduce, with every dtype and op, sizes
+// 0, 1, odd and many slots long, input and output in place and in pieces, outputs large enough
+// to be streamed past the cache, slots of one element and of many. Inputs depend on rank and
+// index, expected values are closed forms, and every rank must hold the same bits. A wait for a
+// rank that never arrives ends when the wait's check throws, as the runtime's liveness check
+// ends the job. (The executor's tests run fused allreduces with scale factors and stand-ins
+// through it too, and the hierarchical tests its stages.)
 #include <dirent.h>
 #include <unistd.h>
 
@@ -17,7 +19,7 @@
 #include "check.h"
 #include "core/half.h"
 #include "core/reduce.h"
-#include "core/shm_allreduce.h"
+#include "core/shm_collectives.h"
 #include "core/shm_segment.h"
 #include "rank_scaled.h"
 
@@ -30,7 +32,7 @@ namespace {
 // A segment for `n` ranks whose name is gone at once, as in production.
 SharedSegment MakeSegment(int n, size_t slot_bytes) {
   const std::string name = SharedSegment::UniqueName();
-  SharedSegment segment = SharedSegment::Create(name, ShmAllreduce::SegmentBytes(n, slot_bytes));
+  SharedSegment segment = SharedSegment::Create(name, ShmCollectives::SegmentBytes(n, slot_bytes));
   SharedSegment::Unlink(name);
   return segment;
 }
@@ -42,7 +44,7 @@ void OnSharedRanks(int n, size_t slot_bytes, Body body) {
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      ShmAllreduce allreduce(segment.data(), r, n, slot_bytes);
+      ShmCollectives allreduce(segment.data(), r, n, slot_bytes);
       body(allreduce, r);
     });
   }
@@ -64,7 +66,7 @@ bool Same(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
 template <typename T>
 void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, size_t slot_bytes) {
   std::vector<std::vector<T>> first(n), second(n);
-  OnSharedRanks(n, slot_bytes, [&](ShmAllreduce& allreduce, int r) {
+  OnSharedRanks(n, slot_bytes, [&](ShmCollectives& allreduce, int r) {
     std::vector<T> in(count), out(count);
     for (int64_t i = 0; i < count; ++i) in[i] = Value<T>((r + 1) * Factor(i));
     const std::vector<T> before = in;
@@ -96,10 +98,55 @@ void CheckAllreduce(int n, int64_t count, DataType dtype, ReduceOp op, size_t sl
   }
 }
 
+// `count` elements cut into one segment per rank, unevenly: rank r's weighs r + 1, but rank 1's
+// is empty.
+std::vector<int64_t> UnevenSegments(int64_t count, int n) {
+  std::vector<int64_t> weights(n), segments(n);
+  for (int r = 0; r < n; ++r) weights[r] = r == 1 ? 0 : r + 1;
+  int64_t total = 0, given = 0;
+  for (int64_t w : weights) total += w;
+  for (int r = 0; r < n; ++r) given += segments[r] = count * weights[r] / total;
+  segments[n - 1] += count - given;
+  return segments;
+}
+
+// The stages of the hierarchical allreduce inside a host: a reduce-scatter out of place, which
+// leaves the rest of the output alone, the same in place, and then the allgather of its result.
+template <typename T>
+void CheckReduceScatterThenAllgather(int n, int64_t count, DataType dtype, ReduceOp op, size_t slot_bytes) {
+  const std::vector<int64_t> segments = UnevenSegments(count, n);
+  std::vector<std::vector<T>> gathered(n);
+  OnSharedRanks(n, slot_bytes, [&](ShmCollectives& shared, int r) {
+    std::vector<T> in(count), out(count, Value<T>(99));
+    for (int64_t i = 0; i < count; ++i) in[i] = Value<T>((r + 1) * Factor(i));
+    std::vector<T> in_place = in;
+    shared.ReduceScatter(in.data(), out.data(), segments, dtype, op, [](void*, int64_t) {});
+    shared.ReduceScatter(in_place.data(), in_place.data(), segments, dtype, op, [](void*, int64_t) {});
+    int64_t first = 0;
+    for (int s = 0; s < r; ++s) first += segments[s];
+    for (int64_t i = 0; i < count; ++i) {
+      const bool mine = i >= first && i < first + segments[r];
+      CHECK(Same(out[i], mine ? Value<T>(Expected(op, n, i)) : Value<T>(99)),
+            << DataTypeName(dtype) << " " << ReduceOpName(op) << " n=" << n << " count=" << count << " rank " << r
+            << ": reduce-scatter at " << i << (mine ? "" : ", outside its segment"));
+      if (mine) CHECK(Same(in_place[i], out[i]), << "in place, rank " << r << " at " << i);
+    }
+    shared.Allgather(out.data(), segments, sizeof(T));
+    gathered[r] = out;
+  });
+  for (int r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < count; ++i) {
+      CHECK(Same(gathered[r][i], Value<T>(Expected(op, n, i))),
+            << DataTypeName(dtype) << " " << ReduceOpName(op) << " n=" << n << " count=" << count << " rank " << r
+            << ": allgather at " << i);
+    }
+  }
+}
+
 // Every element is scaled once, by its owner, before the others copy it.
 void CheckEpilogueRunsOnce(int n, int64_t count, size_t slot_bytes) {
   std::vector<std::vector<double>> results(n);
-  OnSharedRanks(n, slot_bytes, [&](ShmAllreduce& allreduce, int r) {
+  OnSharedRanks(n, slot_bytes, [&](ShmCollectives& allreduce, int r) {
     std::vector<double> buf(count);
     for (int64_t i = 0; i < count; ++i) buf[i] = (r + 1) * Factor(i);
     allreduce.Allreduce(Pieces(buf.data(), count * 8), buf.data(), count, DataType::FLOAT64, ReduceOp::SUM,
@@ -125,6 +172,7 @@ void CheckEveryOp(int n, int64_t count, DataType dtype, size_t slot_bytes) {
     const bool half_float = sizeof(T) == 2 && IsFloating(dtype);
     if (op == ReduceOp::PRODUCT && (sizeof(T) == 1 || (half_float && n > 3))) continue;
     CheckAllreduce<T>(n, count, dtype, op, slot_bytes);
+    CheckReduceScatterThenAllgather<T>(n, count, dtype, op, slot_bytes);
   }
 }
 
@@ -133,7 +181,7 @@ void CheckEveryOp(int n, int64_t count, DataType dtype, size_t slot_bytes) {
 void CheckBool(int n, int64_t count, size_t slot_bytes) {
   for (ReduceOp op : {ReduceOp::MIN, ReduceOp::MAX}) {
     std::vector<std::vector<bool>> results(n);
-    OnSharedRanks(n, slot_bytes, [&](ShmAllreduce& allreduce, int r) {
+    OnSharedRanks(n, slot_bytes, [&](ShmCollectives& allreduce, int r) {
       std::vector<uint8_t> buf(count);
       for (int64_t i = 0; i < count; ++i) buf[i] = i % (n + 1) != r;
       allreduce.Allreduce(Pieces(buf.data(), count), buf.data(), count, DataType::BOOL, op, [](void*, int64_t) {});
@@ -160,7 +208,7 @@ bool AnyMpirepSegment() {
 
 }  // namespace
 
-TEST(ShmAllreduce, EveryDtypeOpSizeAndRankCount) {
+TEST(ShmCollectives, EveryDtypeOpSizeAndRankCount) {
   for (int n = 1; n <= 4; ++n) {
     // Slots of 64 bytes (one to 64 elements per block, many blocks) and one slot for everything.
     for (auto [count, slot] : {std::pair{int64_t{0}, size_t{64}}, std::pair{int64_t{1}, size_t{64}},
@@ -181,20 +229,20 @@ TEST(ShmAllreduce, EveryDtypeOpSizeAndRankCount) {
   }
 }
 
-TEST(ShmAllreduce, EpilogueRunsOnce) {
+TEST(ShmCollectives, EpilogueRunsOnce) {
   for (int n = 1; n <= 4; ++n) {
     CheckEpilogueRunsOnce(n, 333, 64);
     CheckEpilogueRunsOnce(n, 333, 1 << 16);
   }
 }
 
-// Outputs from ShmAllreduce::kStreamOutputBytes up are written past the cache, here into an
+// Outputs from ShmCollectives::kStreamOutputBytes up are written past the cache, here into an
 // output that starts off the stores' alignment and ends inside their width.
-TEST(ShmAllreduce, LargeOutputsStreamPastTheCache) {
-  const int64_t count = ShmAllreduce::kStreamOutputBytes / 4 + 13;
+TEST(ShmCollectives, LargeOutputsStreamPastTheCache) {
+  const int64_t count = ShmCollectives::kStreamOutputBytes / 4 + 13;
   for (int n : {1, 2, 3}) {
     std::vector<std::vector<float>> results(n);
-    OnSharedRanks(n, 1 << 20, [&](ShmAllreduce& allreduce, int r) {
+    OnSharedRanks(n, 1 << 20, [&](ShmCollectives& allreduce, int r) {
       std::vector<float> in(count), out(count + 1, -1.0f);
       for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>((r + 1) * Factor(i));
       allreduce.Allreduce(Pieces(in.data(), count * 4), out.data() + 1, count, DataType::FLOAT32, ReduceOp::SUM,
@@ -212,7 +260,7 @@ TEST(ShmAllreduce, LargeOutputsStreamPastTheCache) {
 
 // Rank 1 never arrives: the others wait until their check gives up, and their wait ends with
 // its exception rather than hanging.
-TEST(ShmAllreduce, AbortEndsAWaitForARankThatNeverArrives) {
+TEST(ShmCollectives, AbortEndsAWaitForARankThatNeverArrives) {
   const int n = 3;
   const SharedSegment segment = MakeSegment(n, 64);
   std::atomic<int> ended{0};
@@ -223,7 +271,7 @@ TEST(ShmAllreduce, AbortEndsAWaitForARankThatNeverArrives) {
       const std::function<void()> check = [&polls] {
         if (++polls == 1000) throw std::runtime_error("peer lost");
       };
-      ShmAllreduce allreduce(segment.data(), r, n, 64, &check);
+      ShmCollectives allreduce(segment.data(), r, n, 64, &check);
       std::vector<int32_t> buf(100, r);
       try {
         allreduce.Allreduce(Pieces(buf.data(), 400), buf.data(), 100, DataType::INT32, ReduceOp::SUM, [](void*, int64_t) {});
@@ -239,7 +287,7 @@ TEST(ShmAllreduce, AbortEndsAWaitForARankThatNeverArrives) {
 }
 
 // The segment's name is gone once unlinked, and mapping it twice shows one memory.
-TEST(ShmAllreduce, SegmentNameIsRemovedAndMemoryShared) {
+TEST(ShmCollectives, SegmentNameIsRemovedAndMemoryShared) {
   const std::string name = SharedSegment::UniqueName();
   SharedSegment created = SharedSegment::Create(name, 4096);
   SharedSegment opened = SharedSegment::Open(name, 4096);
