@@ -9,7 +9,9 @@ turn, and on it
   * how much gradient traffic a training step hides behind backprop (overlap.py), for each of
     its models, at 2 hosts x 1 rank;
   * ZeroRedundancyOptimizer's step time against DistributedOptimizer's (zero_optimizer.py) at
-    2 hosts x 1 rank.
+    2 hosts x 1 rank;
+  * a training step of each of overlap.py's models through mpirep and through TensorFlow's
+    MultiWorkerMirroredStrategy, against the step's bound (step_vs_mwms.py), at 2 hosts x 1 rank.
 
 It holds the machine's cluster lock, brings the hosts up, writes everything to one JSON file
 and takes the hosts down again; benchmarks/run_all.py turns that file into docs/benchmarks.md's
@@ -35,6 +37,7 @@ CLUSTER = HERE.parent / "dev" / "cluster"
 CNN_ARGS = ["--steps", "15", "--epochs", "3"]  # the first epoch (tracing) is not timed
 QUICK_CNN_ARGS = ["--steps", "3", "--epochs", "2"]
 OVERLAP_MODELS = ["cnn", "resnet50"]
+PEER_STEPS = {"cnn": 5, "resnet50": 3}  # per timed block of step_vs_mwms.py: about a second
 TIMEOUT_S = 900
 
 
@@ -72,8 +75,12 @@ def measure(rates, args, tmp):
         overlap = {model: on_hosts(2, 1, "overlap.py", tmp / f"overlap-{model}-{rate}.json",
                                    "--model", model, *overlap_args) for model in OVERLAP_MODELS}
         zero = on_hosts(2, 1, "zero_optimizer.py", tmp / f"zero-{rate}.json", *zero_args)
+        peers = {model: on_hosts(2, 1, "step_vs_mwms.py", tmp / f"peers-{model}-{rate}.json", "--model", model,
+                                 *(["--rounds", "1", "--steps", "1"] if args.quick
+                                   else ["--rounds", str(args.peer_rounds), "--steps", str(PEER_STEPS[model])]))
+                 for model in OVERLAP_MODELS}
         results[rate] = {"shape_output": shaped.stdout.strip(), "sweep": sweep, "cnn": cnn,
-                         "overlap": overlap, "zero": zero}
+                         "overlap": overlap, "zero": zero, "peers": peers}
     cluster("shape", "off")
     return results
 
@@ -84,6 +91,7 @@ def main():
     parser.add_argument("--rates", default="1gbit,10gbit", help="tc rates, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the allreduce sweep")
     parser.add_argument("--overlap-rounds", type=int, default=7, help="rounds of overlap.py")
+    parser.add_argument("--peer-rounds", type=int, default=5, help="rounds of step_vs_mwms.py")
     parser.add_argument("--zero-blocks", type=int, default=7, help="timed blocks of zero_optimizer.py")
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny settings")
     parser.add_argument("--keep-hosts", action="store_true", help="leave the hosts up")

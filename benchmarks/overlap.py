@@ -51,7 +51,8 @@ def cnn(image):
 
 
 def resnet50(image):
-    return tf.keras.applications.ResNet50(weights=None, input_shape=(image, image, 3), classes=10)
+    return tf.keras.applications.ResNet50(weights=None, input_shape=(image, image, 3), classes=10,
+                                          classifier_activation=None)  # logits, as the loss takes
 
 
 MODELS = {"cnn": (cnn, 32, 32), "resnet50": (resnet50, 64, 8)}  # builder, image px, batch

@@ -65,3 +65,23 @@ def plot_across_hosts(sweeps, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_peers(runs, steps, path):
+    """runs: {link rate: {model: result dict as step_vs_mwms.py writes it}}; steps: (key, label)
+    pairs. Each way's step time over the step's bound, grouped by model and link."""
+    groups = [(f"{model}\n{rate}", r) for rate, models in runs.items() for model, r in models.items()]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.8 / len(steps)
+    for i, (key, label) in enumerate(steps):
+        ax.bar([g + i * width for g in range(len(groups))], [r["ms"][key] / r["bound_ms"] for _, r in groups],
+               width, label=label)
+    ax.axhline(1.0, color="grey", linewidth=1, label="bound")
+    ax.set_xticks([g + width * (len(steps) - 1) / 2 for g in range(len(groups))], [name for name, _ in groups])
+    ax.set_ylabel("step time / step's bound")
+    ax.set_title("training step, 2 hosts x 1 rank")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

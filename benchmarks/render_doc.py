@@ -35,6 +35,7 @@ def render(results, out_dir):
         "hosts_scaling": hosts_scaling(results),
         "hosts_overlap": hosts_overlap(results),
         "hosts_zero": hosts_zero(results),
+        "hosts_peers": hosts_peers(results, out_dir),
         "cost_model": results.get("cost_model_section") or "## Cost model\n\n" + missing(results, "cost_model"),
     }
     text = re.sub(r"\A<!--.*?-->\n", "", TEMPLATE.read_text(), flags=re.S)
@@ -96,6 +97,12 @@ def summary(results):
         rows += [[f"a 4 KiB tensor among 1,000 in flight, mpirep / an `MPI_Allreduce` loop", f"{us['batch_mpirep'] / us['batch_mpi']:.2f}"],
                  ["one blocking 4 KiB allreduce of a repeated name, mpirep / `MPI_Allreduce`", f"{us['single_mpirep'] / us['single_mpi']:.2f}"],
                  ["the same, a new name every call (through rank 0)", f"{us['unnamed_mpirep'] / us['unnamed_mpi']:.2f}"]]
+    peers = (results.get("hosts") or {}).get("rates", {}).get("1gbit", {}).get("peers", {}).get("cnn")
+    if peers:
+        ms = peers["ms"]
+        rows += [["CNN training step, 2 hosts at 1 Gbit/s, mpirep (DistributedOptimizer) / the faster "
+                  "`MultiWorkerMirroredStrategy`", f"{ms['mpirep_opt'] / min(ms['mwms'], ms['mwms_4mib']):.2f}"],
+                 ["its gradient set alone, mpirep / the wire's bound", f"{ms['grads'] / peers['wire_ms']:.2f}"]]
     if not rows:
         return missing(results, "allreduce_sweep")
     return table(["measure (2 ranks)", "ratio"], rows)
@@ -360,3 +367,27 @@ def hosts_overlap(results):
                          f"{r['bound']:.2f}"])
     return table(["model", "link", "alone ms", "comm ms", "dist ms", "forward ms", "overlap (rounds)", "bound"], rows,
                  ["---", "---"] + ["---:"] * 6)
+
+
+PEER_STEPS = (("mwms", "MWMS"), ("mwms_4mib", "MWMS, 4 MiB packs"), ("mpirep_opt", "mpirep, DistributedOptimizer"),
+              ("mpirep_tape", "mpirep, DistributedGradientTape"))
+
+
+def hosts_peers(results, out_dir):
+    hosts = results.get("hosts")
+    runs = {rate: result["peers"] for rate, result in (hosts or {}).get("rates", {}).items() if "peers" in result}
+    if not runs:
+        return missing(results, "hosts")
+    from plot import plot_peers
+    plot_peers(runs, PEER_STEPS, out_dir / "benchmarks-peers.png")
+    rows = []
+    for rate, models in runs.items():
+        for model, r in models.items():
+            ms = r["ms"]
+            best = min(ms["mwms"], ms["mwms_4mib"])
+            steps = [f"{ms[key]:.0f} ({ms[key] / best:.2f}; {ms[key] / r['bound_ms']:.2f})" for key, _ in PEER_STEPS]
+            rows.append([f"{model}, {r['mib']:.1f} MiB", f"{rate} ({r['link_gbit']:.2f} Gbit/s)", *steps,
+                         f"{ms['grads']:.0f} ({ms['grads'] / r['wire_ms']:.2f})", f"{r['bound_ms']:.0f}"])
+    return ("![step time over its bound](benchmarks-peers.png)\n\n"
+            + table(["model", "link (TCP both ways)", *(f"{name} ms" for _, name in PEER_STEPS),
+                     "gradient set alone, mpirep ms (/ wire)", "step bound ms"], rows, ["---", "---"] + ["---:"] * 6))
