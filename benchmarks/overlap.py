@@ -72,6 +72,24 @@ def batch_of(image, batch, rank):
             rng.integers(0, 10, batch))
 
 
+def forward_and_gradients(model, loss_fn, x, y):
+    """The forward pass and loss of `model` as a tf.function; its gradients for (x, y); and a
+    tf.function that averages those through mpirep, one allreduce per gradient, as
+    DistributedOptimizer issues them."""
+    @tf.function
+    def forward():
+        return loss_fn(y, model(x, training=True))
+
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = [tf.identity(g) for g in tape.gradient(loss, model.trainable_variables)]
+
+    @tf.function
+    def reduce_gradients():
+        return [hvd.allreduce(g) for g in grads]
+    return forward, grads, reduce_gradients
+
+
 def idle_wait(comm):
     """A barrier that sleeps instead of spinning, so a waiting rank leaves its core alone."""
     request = comm.Ibarrier()
@@ -83,19 +101,27 @@ def spread(values, digits):
     return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
 
 
-def main():
+def parse_arguments(rounds):
+    """The options of a benchmark that times blocks of steps of one of MODELS, in rounds;
+    image_size and batch_size filled in from the model where not given."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", choices=sorted(MODELS), default="cnn")
     parser.add_argument("--image-size", type=int, help="pixels (default per model)")
     parser.add_argument("--batch-size", type=int, help="per rank (default per model)")
     parser.add_argument("--steps", type=int, default=5, help="steps per timed block")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--json", help="write the results to this file (rank 0)")
     args = parser.parse_args()
+    _, image, batch = MODELS[args.model]
+    args.image_size = args.image_size or image
+    args.batch_size = args.batch_size or batch
+    return args
+
+
+def main():
+    args = parse_arguments(rounds=7)
     tf.config.threading.set_intra_op_parallelism_threads(1)
-    build, image, batch = MODELS[args.model]
-    image = args.image_size or image
-    batch = args.batch_size or batch
+    build, image, batch = MODELS[args.model][0], args.image_size, args.batch_size
     comm = MPI.COMM_WORLD.Dup()
 
     hvd.init()
@@ -105,17 +131,7 @@ def main():
     dist = compiled(build, image, hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.001)))
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    @tf.function
-    def forward():
-        return loss_fn(y, plain(x, training=True))
-
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, plain(x, training=True))
-    grads = [tf.identity(g) for g in tape.gradient(loss, plain.trainable_variables)]
-
-    @tf.function
-    def reduce_gradients():
-        return [hvd.allreduce(g) for g in grads]
+    forward, grads, reduce_gradients = forward_and_gradients(plain, loss_fn, x, y)
 
     def train_steps(model):
         """The step Model.fit runs, without fit's per-call set-up (callbacks, iterators),

@@ -29,7 +29,6 @@ the step's bound is the larger of the two.
 At the end every trained model's weights are compared across ranks: a path that did not
 average its gradients leaves them different, and the run fails.
 """
-import argparse
 import hashlib
 import json
 import os
@@ -41,9 +40,11 @@ import threading
 import time
 
 import numpy as np
+import tensorflow as tf
 from mpi4py import MPI
 
-from overlap import MODELS, batch_of, idle_wait, spread
+import mpirep.tensorflow.keras as hvd
+from overlap import MODELS, batch_of, forward_and_gradients, idle_wait, parse_arguments, spread
 
 PORT = 23456
 FOUR_MIB = 4 << 20
@@ -98,26 +99,15 @@ def ratio(value):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", choices=sorted(MODELS), default="cnn")
-    parser.add_argument("--image-size", type=int, help="pixels (default per model)")
-    parser.add_argument("--batch-size", type=int, help="per rank (default per model)")
-    parser.add_argument("--steps", type=int, default=5, help="steps per timed block")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--json", help="write the results to this file (rank 0)")
-    args = parser.parse_args()
-    build, image, batch = MODELS[args.model]
-    args.image_size = args.image_size or image
-    args.batch_size = args.batch_size or batch
+    args = parse_arguments(rounds=5)
+    build = MODELS[args.model][0]
     comm = MPI.COMM_WORLD.Dup()
     set_tf_config(comm)
     sockets = RingOfSockets(comm)
-
-    import tensorflow as tf  # after TF_CONFIG: the strategy reads it
     tf.config.threading.set_intra_op_parallelism_threads(1)
-    # Before any other TensorFlow work: the strategy starts this process's gRPC server.
+    # Before any other TensorFlow work: the strategy reads TF_CONFIG and starts this process's
+    # gRPC server.
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    import mpirep.tensorflow.keras as hvd
     hvd.init()
 
     lr = 0.001
@@ -171,19 +161,7 @@ def main():
             strategy.run(replica_step)
         return step
 
-    plain = models["alone"]
-
-    @tf.function
-    def forward():
-        return loss_fn(y, plain(x, training=True))
-
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, plain(x, training=True))
-    grads = [tf.identity(g) for g in tape.gradient(loss, plain.trainable_variables)]
-
-    @tf.function
-    def reduce_gradients():
-        return [hvd.allreduce(g) for g in grads]
+    forward, grads, reduce_gradients = forward_and_gradients(models["alone"], loss_fn, x, y)
 
     grad_bytes = sum(int(np.prod(g.shape)) * 4 for g in grads)
     flat = np.ones(grad_bytes // 4, np.float32)
