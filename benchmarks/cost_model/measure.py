@@ -36,8 +36,10 @@ HOST_LAYOUTS = [(2, 1, 0), (2, 2, 0), (2, 2, 1)]
 def command(kind, layout, json_path, args):
     hosts, per_host, hier = layout
     script = {"sweep": "allreduce_sweep.py", "resnet": "resnet50_round.py"}[kind]
+    # The model prices the ring and the hierarchical allreduce over rings, not the shared-memory
+    # path (alpha_beta.py): it is turned off, also for the stages inside a host.
     bench = [sys.executable, str(BENCHMARKS / script), "--json", str(json_path),
-             "--config", f"hierarchical_allreduce={hier}"]
+             "--config", f"hierarchical_allreduce={hier}", "--config", "shm_allreduce=0"]
     bench += ["--max-bytes", str(args.max_bytes)] if kind == "sweep" else ["--repeats", str(args.resnet_repeats)]
     if hosts == 1:
         return ["timeout", "-k", "10", str(args.timeout), "mpirun", "--oversubscribe", "--bind-to", "none",

@@ -44,6 +44,10 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
   ({human_bytes(DEFAULTS.small_allreduce_bytes)}) at 3 ranks or more; otherwise the flat
   ring (always at 2 ranks).
 * Intra-host costs are multiplied by k/cores where a host runs more ranks than it has cores.
+* The shared-memory allreduce (docs/core.md), on by default inside a host, is not modelled yet:
+  `measure.py` runs every job with `shm_allreduce=0`, so that `intra` is the ring over MPI's
+  shared memory, and the figures below are those of the ring and of the hierarchical allreduce
+  over rings.
 * Negotiation: every round ANDs a few hundred bytes of agreement words among all ranks by
   recursive doubling, each step one alpha of its slowest hop (the links' own alpha: a separate
   one would be a second constant that the fit could not tell from it). A tensor run before
