@@ -94,6 +94,13 @@ gradients are ready only when the backward pass ends):
     exposed = comm                                              (no overlap)
     exposed = max(comm - backward, last buffer's time)          (overlap)
     step = compute + exposed,  efficiency = compute / step
+
+The step's bound is what no allreduce can beat, whatever its software costs: every host's
+interface must carry at least 2(hosts-1)/hosts of the gradients' bytes out (and as many in),
+at 8/rate seconds per byte, and that can start only once the forward pass has produced a loss:
+
+    wire = 2 (hosts-1)/hosts x gradient bytes x 8 / rate
+    bound = max(compute, forward + wire),  forward = compute x (1 - backward_fraction)
 """
 import functools
 from dataclasses import dataclass
@@ -288,3 +295,12 @@ def training_step(compute, backward_fraction, tensor_bytes, cluster, settings=Se
     exposed = max(comm - compute * backward_fraction, last) if overlap else comm
     step = compute + exposed
     return Step(seconds=step, exposed=exposed, efficiency=compute / step)
+
+
+def step_bound(compute, backward_fraction, gradient_bytes, hosts, rate):
+    """The least a step can take over hosts joined at `rate` bits per second (see the top)."""
+    if compute <= 0 or not 0 <= backward_fraction <= 1 or hosts < 1 or rate <= 0:
+        raise ValueError(f"need compute > 0, 0 <= backward_fraction <= 1, hosts >= 1 and rate > 0, "
+                         f"got {compute}, {backward_fraction}, {hosts}, {rate}")
+    wire = 2 * (hosts - 1) / hosts * gradient_bytes * 8 / rate
+    return max(compute, compute * (1 - backward_fraction) + wire)

@@ -140,7 +140,11 @@ def section(measured):
            f"{resnet.name} step computes for {resnet.compute_seconds * 1e3:.0f} ms: 64 images at the "
            f"{resnet.p100_images_per_second:g} images/s TensorFlow published for one Tesla P100 "
            "(DGX-1, synthetic data, batch 64, May 2017; [TensorFlow "
-           "benchmarks](https://github.com/tensorflow/docs/blob/master/site/en/r1/guide/performance/benchmarks.md)).", ""]
+           "benchmarks](https://github.com/tensorflow/docs/blob/master/site/en/r1/guide/performance/benchmarks.md)). "
+           "Beside each rate's efficiencies, the bound: the efficiency of a step that took no longer "
+           "than its compute, or than its forward pass followed by the least the wire must carry "
+           "(2(N-1)/N of the gradients through each host's interface), whichever is longer; no "
+           "allreduce does better.", ""]
     for per_host in (4, 8):
         out += [f"Allreduce of the {resnet.name} gradients ({resnet.gradient_bytes / 2**20:.1f} MiB, "
                 f"fusion threshold {human_bytes(DEFAULTS.fusion_threshold)}), {per_host} ranks per host:", "",

@@ -2,8 +2,9 @@
 inter-host links, with mpirep's software costs fitted here to the shared-memory measurements
 (fit.py, Fitted.inter_at: those costs per message and per byte, plus the wire's 8/rate). Prints
 Markdown tables: the allreduce time of a ResNet-50 gradient set, the scaling efficiency of a
-training step with and without overlap and hierarchical allreduce, and the model beside the
-efficiencies Horovod published for 512 GPUs.
+training step with and without overlap and hierarchical allreduce, beside the step's bound
+(alpha_beta.step_bound: what no allreduce can beat), and the model beside the efficiencies
+Horovod published for 512 GPUs.
 
     python benchmarks/cost_model/scale_table.py [--per-host 4] [--fusion-threshold BYTES] [--shm FILE] ...
 """
@@ -52,25 +53,36 @@ def allreduce_table(fitted, per_host, workload, settings):
     return lines
 
 
+def bound_efficiency(workload, hosts, rate):
+    """The efficiency of a step at its bound: no allreduce does better (alpha_beta.step_bound)."""
+    return workload.compute_seconds / ab.step_bound(workload.compute_seconds, BACKWARD_FRACTION,
+                                                    workload.gradient_bytes, hosts, rate)
+
+
 def efficiency_table(fitted, per_host, workload, settings):
-    header = "| hosts x ranks | ranks | " + " | ".join(f"{r}, {m}" for r in RATES for m in MODES) + " |"
-    lines = [header, "|---|---:|" + "---:|" * len(RATES) * len(MODES)]
+    columns = [*MODES, "bound"]
+    header = "| hosts x ranks | ranks | " + " | ".join(f"{r}, {m}" for r in RATES for m in columns) + " |"
+    lines = [header, "|---|---:|" + "---:|" * len(RATES) * len(columns)]
     for hosts in host_counts(per_host):
-        cells = [f"{efficiency(fitted, workload, hosts, per_host, rate, *mode, settings):.0%}"
-                 for rate in RATES.values() for mode in MODES.values()]
+        cells = []
+        for rate in RATES.values():
+            cells += [f"{efficiency(fitted, workload, hosts, per_host, rate, *mode, settings):.0%}"
+                      for mode in MODES.values()]
+            cells.append(f"{bound_efficiency(workload, hosts, rate):.0%}")
         lines.append(f"| {hosts} x {per_host} | {hosts * per_host} | " + " | ".join(cells) + " |")
     return lines
 
 
 def published_table(fitted, settings):
     lines = ["| model | gradients MiB | compute per step ms | " + " | ".join(MODES) +
-             " | Horovod, published |", "|---|---:|---:|" + "---:|" * len(MODES) + "---:|"]
+             " | bound | Horovod, published |", "|---|---:|---:|" + "---:|" * (len(MODES) + 1) + "---:|"]
     for w in WORKLOADS:
         cells = [f"{efficiency(fitted, w, 128, 4, RATES['25 Gbit/s'], *mode, settings):.0%}"
                  for mode in MODES.values()]
         published = f"{w.horovod_512_efficiency:.0%}" if w.horovod_512_efficiency else "-"
+        bound = f"{bound_efficiency(w, 128, RATES['25 Gbit/s']):.0%}"
         lines.append(f"| {w.name} | {w.gradient_bytes / 2**20:.1f} | {w.compute_seconds * 1e3:.0f} | "
-                     + " | ".join(cells) + f" | {published} |")
+                     + " | ".join(cells) + f" | {bound} | {published} |")
     return lines
 
 

@@ -269,3 +269,17 @@ def test_bad_input_is_named():
         ab.training_step(0.1, 1.5, [10], cluster(1, 2), settings(2 * MIB))
     with pytest.raises(ValueError, match="-1 bytes"):
         ab.doubling_allreduce(-1, cluster(1, 3))
+
+
+def test_step_bound_is_the_compute_or_the_forward_pass_then_the_wire():
+    gbit = 1e9
+    # one host: nothing crosses a wire
+    assert ab.step_bound(0.3, 2 / 3, 100 * MIB, 1, gbit) == 0.3
+    # 2 hosts: each interface carries the gradients once, 8 bits a byte, after the forward pass
+    wire = 100 * MIB * 8 / gbit
+    assert ab.step_bound(0.3, 2 / 3, 100 * MIB, 2, gbit) == pytest.approx(0.1 + wire)
+    # many hosts: 2(h-1)/h of them; a fast wire leaves the compute as the bound
+    assert ab.step_bound(0.3, 0.5, 100 * MIB, 64, gbit) == pytest.approx(0.15 + 2 * 63 / 64 * wire)
+    assert ab.step_bound(0.3, 0.5, 100 * MIB, 64, 1000 * gbit) == 0.3
+    with pytest.raises(ValueError, match="hosts >= 1"):
+        ab.step_bound(0.3, 0.5, 100 * MIB, 0, gbit)
