@@ -132,7 +132,7 @@ void ShmCollectives::ReduceOwnShare(const Pieces& in, const Round& round, uint64
 void ShmCollectives::CopyOut(const OutputPieces& out, const Round& round, uint64_t number, bool own_share,
                              bool stream) {
   for (int r = 0; r < size_; ++r) {
-    if (r == rank_ && !own_share) continue;
+    if ((r == rank_) != own_share) continue;
     const char* const from = Slot(r, number) + round[r].slot_at;
     out.ForEach(round[r].at, round[r].bytes, [&](char* part, int64_t done, int64_t part_bytes) {
       if (stream) {
@@ -169,9 +169,11 @@ void ShmCollectives::Allreduce(const Pieces& in, const OutputPieces& out, int64_
     const Round round = BlockRound(b, count, esize);
     AwaitAll(kArrived, number);
     ReduceOwnShare(in, round, number, Slot(rank_, number) + round[rank_].slot_at, dtype, op, epilogue);
+    // The own share out while it is still in this core's cache, and before waiting for the others.
+    CopyOut(out, round, number, /*own_share=*/true, stream);
     AwaitAll(kReduced, number);
     if (b + 1 < blocks) CopyIn(in, BlockRound(b + 1, count, esize), number + 1, /*own_share=*/false);
-    CopyOut(out, round, number, /*own_share=*/true, stream);
+    CopyOut(out, round, number, /*own_share=*/false, stream);
   }
 }
 

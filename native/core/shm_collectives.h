@@ -13,10 +13,11 @@
 //   2. once every rank has arrived, reduces its own share from every rank's operand, its own
 //      first (read from its input where it lies), then the others' in rank order (from their
 //      slots), and applies the epilogue (averaging, postscaling) to it: an allreduce's into its
-//      own slot, a reduce-scatter's into its output; and raises its `reduced` flag to k;
+//      own slot, a reduce-scatter's into its output; and raises its `reduced` flag to k. An
+//      allreduce then copies that share into its output at once, while it is in this core's
+//      cache and while the others may still be reducing;
 //   3. once every rank has reduced, copies round k+1 in (step 1), so that the others can go on
-//      with it, and then copies out of the owners' slots what it does not have: an allreduce's
-//      every share, an allgather's the others'.
+//      with it, and then copies the others' shares out of their slots.
 // Each element is thus reduced in one fixed order and scaled once, by its owner, and every
 // rank copies the same bits: results are bit-identical on every rank. The input is read once
 // and the output written once; the slots stay in the cache between the steps, so memory sees
@@ -93,7 +94,7 @@ class ShmCollectives {
   // Step 2: reduces this rank's share into `into`, applies the epilogue, and raises `reduced`.
   void ReduceOwnShare(const Pieces& in, const Round& round, uint64_t number, char* into, DataType dtype,
                       ReduceOp op, const Ring::Epilogue& epilogue);
-  // Step 3's copy out of the owners' slots: every share, or the others'.
+  // Step 3's copy out of the owners' slots: this rank's share, or the others'.
   void CopyOut(const OutputPieces& out, const Round& round, uint64_t number, bool own_share, bool stream);
 
   uint64_t* FlagOf(int rank, Flag flag) const;
