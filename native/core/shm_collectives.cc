@@ -214,8 +214,9 @@ void ShmCollectives::Allgather(void* buf, const std::vector<int64_t>& segments, 
   for (int64_t k = 0; k < rounds; ++k) {
     const uint64_t number = first + k;
     const Round round = SliceRound(k, segments, element_size);
-    AwaitAll(kArrived, number);
-    Raise(kReduced, number);  // nothing to reduce: the others may go on once all have arrived
+    // Nothing to reduce, so one wait serves: `reduced` k, raised once round k is in and round
+    // k-1 out, tells both that the others' shares can be read and that slot k+1 is free.
+    Raise(kReduced, number);
     AwaitAll(kReduced, number);
     if (k + 1 < rounds) CopyIn(mine, SliceRound(k + 1, segments, element_size), number + 1, /*own_share=*/true);
     CopyOut(all, round, number, /*own_share=*/false, /*stream=*/false);

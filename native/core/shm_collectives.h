@@ -18,6 +18,8 @@
 //      cache and while the others may still be reducing;
 //   3. once every rank has reduced, copies round k+1 in (step 1), so that the others can go on
 //      with it, and then copies the others' shares out of their slots.
+// An allgather has nothing to reduce: it raises `reduced` as soon as round k is in and waits on
+// that flag alone, which then also says that the others' shares have arrived.
 // Each element is thus reduced in one fixed order and scaled once, by its owner, and every
 // rank copies the same bits: results are bit-identical on every rank. The input is read once
 // and the output written once; the slots stay in the cache between the steps, so memory sees

@@ -11,18 +11,6 @@ namespace {
 // stay in the cache between the copy in, the reduction and the copy out.
 constexpr size_t kSlotBytes = size_t{1} << 20;
 
-bool AllOnThisHost(MPI_Comm comm) {
-  MPI_Comm host;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-  int host_size = 0, size = 0;
-  MPI_Comm_size(host, &host_size);
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_free(&host);
-  int all_here = host_size == size;
-  MPI_Allreduce(MPI_IN_PLACE, &all_here, 1, MPI_INT, MPI_LAND, comm);
-  return all_here != 0;
-}
-
 // Rank 0's text on every rank.
 std::string FromRankZero(MPI_Comm comm, std::string text) {
   int bytes = static_cast<int>(text.size());
@@ -39,7 +27,7 @@ HostSharedMemory::HostSharedMemory(MPI_Comm comm, bool wanted, const std::functi
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   MPI_Bcast(&on, 1, MPI_INT, 0, comm);
-  if (!on || size == 1 || !AllOnThisHost(comm)) return;
+  if (!on || size == 1) return;
   const size_t bytes = ShmCollectives::SegmentBytes(size, kSlotBytes);
   std::string name, error;
   if (rank == 0) {

@@ -21,6 +21,9 @@ HostComms::HostComms(MPI_Comm comm, bool shared_memory, const std::function<void
   MPI_Comm_size(host_, &local_size);
   int sizes[2] = {local_size, -local_size};  // the largest and, negated, the smallest
   MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm);
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  one_host_ = local_size == size;
   if (sizes[0] != -sizes[1]) {
     MPI_Comm_free(&host_);
     return;
@@ -39,6 +42,10 @@ HostComms::~HostComms() {
   if (across_ != MPI_COMM_NULL) MPI_Comm_free(&across_);
 }
 
+ShmCollectives* HostComms::whole_set_memory() const {
+  return one_host_ && host_memory_ ? host_memory_->collectives() : nullptr;
+}
+
 std::optional<HostTransports> HostComms::transports() const {
   if (!host_transport_) return std::nullopt;
   return HostTransports{host_transport_.get(), across_transport_.get(), host_memory_->collectives()};
@@ -48,9 +55,8 @@ ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config, const std::f
     : comm_(comm),
       transport_(comm, while_waiting),
       hosts_(comm, config.shm_allreduce, while_waiting),
-      shared_memory_(comm, config.shm_allreduce, while_waiting),
       executor_(transport_, config.chunk_bytes, config.small_allreduce_bytes, hosts_.transports(),
-                RankZerosValue(comm, config.hierarchical_allreduce), shared_memory_.collectives()) {
+                RankZerosValue(comm, config.hierarchical_allreduce), hosts_.whole_set_memory()) {
   if (config.hierarchical_allreduce > 0 && !hosts_.transports() && transport_.rank() == 0) {
     std::fprintf(stderr,
                  "[mpirep] hierarchical_allreduce=1, but the hosts of a %d-rank set hold different "

@@ -30,6 +30,9 @@ class HostComms {
 
   // Empty where hosts hold different numbers of the ranks: their slices would not line up.
   std::optional<HostTransports> transports() const;
+  // The host's shared memory where this host holds every rank of the communicator (in its
+  // order), else null: then the flat allreduce runs on it too.
+  ShmCollectives* whole_set_memory() const;
 
  private:
   MPI_Comm host_ = MPI_COMM_NULL;
@@ -37,6 +40,7 @@ class HostComms {
   std::unique_ptr<MpiTransport> host_transport_;
   std::unique_ptr<MpiTransport> across_transport_;
   std::unique_ptr<HostSharedMemory> host_memory_;
+  bool one_host_ = false;
 };
 
 // A communicator this rank frees when it is done with it.
@@ -66,7 +70,6 @@ class ProcessSetComm final : public SetChannel {
   OwnedComm comm_;  // first: freed after everything that runs on it
   MpiTransport transport_;
   HostComms hosts_;
-  HostSharedMemory shared_memory_;
   Executor executor_;
 };
 
