@@ -7,10 +7,6 @@
 namespace mpirep {
 namespace {
 
-// Each rank's slot: a block of the buffer per step, small enough that every rank's two slots
-// stay in the cache between the copy in, the reduction and the copy out.
-constexpr size_t kSlotBytes = size_t{1} << 20;
-
 // Rank 0's text on every rank.
 std::string FromRankZero(MPI_Comm comm, std::string text) {
   int bytes = static_cast<int>(text.size());
@@ -22,13 +18,14 @@ std::string FromRankZero(MPI_Comm comm, std::string text) {
 
 }  // namespace
 
-HostSharedMemory::HostSharedMemory(MPI_Comm comm, bool wanted, const std::function<void()>* while_waiting) {
+HostSharedMemory::HostSharedMemory(MPI_Comm comm, bool wanted, size_t slot_bytes,
+                                   const std::function<void()>* while_waiting) {
   int rank = 0, size = 1, on = wanted;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   MPI_Bcast(&on, 1, MPI_INT, 0, comm);
   if (!on || size == 1) return;
-  const size_t bytes = ShmCollectives::SegmentBytes(size, kSlotBytes);
+  const size_t bytes = ShmCollectives::SegmentBytes(size, slot_bytes);
   std::string name, error;
   if (rank == 0) {
     name = SharedSegment::UniqueName();
@@ -61,7 +58,7 @@ HostSharedMemory::HostSharedMemory(MPI_Comm comm, bool wanted, const std::functi
     }
     return;
   }
-  collectives_.emplace(segment_->data(), rank, size, kSlotBytes, while_waiting);
+  collectives_.emplace(segment_->data(), rank, size, slot_bytes, while_waiting);
 }
 
 }  // namespace mpirep

@@ -20,8 +20,9 @@ class HostSharedMemory {
   // Sets up the segment when `wanted` (rank 0's value counts) and the communicator has several
   // ranks: rank 0 creates it and broadcasts its name, the others map it, and once every rank
   // has, all remove its name. Where any rank fails to, every rank goes without, and rank 0 says
-  // why. `while_waiting`: as MpiTransport's.
-  HostSharedMemory(MPI_Comm comm, bool wanted, const std::function<void()>* while_waiting);
+  // why. `slot_bytes`: ShmCollectives'; every rank's must be the same. `while_waiting`: as
+  // MpiTransport's.
+  HostSharedMemory(MPI_Comm comm, bool wanted, size_t slot_bytes, const std::function<void()>* while_waiting);
 
   // Null where there is no segment.
   ShmCollectives* collectives() { return collectives_ ? &*collectives_ : nullptr; }

@@ -12,7 +12,8 @@ int64_t RankZerosValue(MPI_Comm comm, int64_t value) {
 
 }  // namespace
 
-HostComms::HostComms(MPI_Comm comm, bool shared_memory, const std::function<void()>* while_waiting) {
+HostComms::HostComms(MPI_Comm comm, bool shared_memory, size_t slot_bytes,
+                     const std::function<void()>* while_waiting) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host_);
@@ -31,7 +32,7 @@ HostComms::HostComms(MPI_Comm comm, bool shared_memory, const std::function<void
   MPI_Comm_split(comm, local_rank, rank, &across_);
   host_transport_ = std::make_unique<MpiTransport>(host_, while_waiting);
   across_transport_ = std::make_unique<MpiTransport>(across_, while_waiting);
-  host_memory_ = std::make_unique<HostSharedMemory>(host_, shared_memory, while_waiting);
+  host_memory_ = std::make_unique<HostSharedMemory>(host_, shared_memory, slot_bytes, while_waiting);
 }
 
 HostComms::~HostComms() {
@@ -54,7 +55,7 @@ std::optional<HostTransports> HostComms::transports() const {
 ProcessSetComm::ProcessSetComm(MPI_Comm comm, const Config& config, const std::function<void()>* while_waiting)
     : comm_(comm),
       transport_(comm, while_waiting),
-      hosts_(comm, config.shm_allreduce, while_waiting),
+      hosts_(comm, config.shm_allreduce, static_cast<size_t>(config.shm_slot_bytes), while_waiting),
       executor_(transport_, config.chunk_bytes, config.small_allreduce_bytes, hosts_.transports(),
                 RankZerosValue(comm, config.hierarchical_allreduce), hosts_.whole_set_memory()) {
   if (config.hierarchical_allreduce > 0 && !hosts_.transports() && transport_.rank() == 0) {

@@ -22,8 +22,8 @@ namespace mpirep {
 class HostComms {
  public:
   // `shared_memory`: whether the ranks of a host reduce through memory they share
-  // (shm_allreduce). `while_waiting`: as MpiTransport's.
-  HostComms(MPI_Comm comm, bool shared_memory, const std::function<void()>* while_waiting);
+  // (shm_allreduce), in blocks of `slot_bytes` (shm_slot_bytes). `while_waiting`: as MpiTransport's.
+  HostComms(MPI_Comm comm, bool shared_memory, size_t slot_bytes, const std::function<void()>* while_waiting);
   ~HostComms();
   HostComms(const HostComms&) = delete;
   HostComms& operator=(const HostComms&) = delete;

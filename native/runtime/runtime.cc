@@ -212,6 +212,8 @@ void Runtime::CheckSettingsAgree() {
                                                       {"chunk_bytes", config_.chunk_bytes},
                                                       // a rank in shared memory and one on the ring would wait for each other
                                                       {"shm_allreduce", config_.shm_allreduce},
+                                                      // the ranks of a host map one segment, sized by it
+                                                      {"shm_slot_bytes", config_.shm_slot_bytes},
                                                       // the heartbeats' communicator exists only where it is on
                                                       {"peer_timeout_seconds (in ms)", std::llround(config_.peer_timeout_seconds * 1000)},
                                                       // training that backs up agrees on a stop at each step only where it is set

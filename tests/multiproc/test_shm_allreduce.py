@@ -1,7 +1,8 @@
 """The shared-memory allreduce in real jobs (tests/multiproc/jobs/shm_allreduce_job.py), 1 to 4
 ranks on this host: closed-form values for every dtype and op, alone and fused, identical on
 every rank, through shared memory by default (rank 0's timeline names the path; a rank alone has
-no one to share with and runs the ring), and the ring with shm_allreduce off. A rank SIGKILLed
+no one to share with and runs the ring), again with 4 KiB slots so that tensors and fused
+groups span several, and the ring with shm_allreduce off. A rank SIGKILLed
 mid-allreduce ends the job promptly, the launcher naming it, and leaves no segment in /dev/shm."""
 import re
 from pathlib import Path

@@ -3,9 +3,10 @@ on this host. argv[1] is the mode, argv[2] a folder for what the test reads:
 
   values  every dtype and op at sizes 0, 1, odd and several 1 MiB slots long, scale factors,
           a fused group, a process set of two ranks from 3 ranks on; values are closed forms of rank and index,
-          and every rank must get the same bytes. Rank 0 records a timeline of it (shm.json),
-          then the job starts again with shm_allreduce off and records one allreduce
-          (ring.json). Prints "shm values ok" per rank.
+          and every rank must get the same bytes. Rank 0 records a timeline of it (shm.json).
+          The job starts again with 4 KiB slots, so that odd sizes and the fused group span
+          several, and checks the same at sizes up to 5000 elements; then with shm_allreduce off,
+          and rank 0 records one allreduce (ring.json). Prints "shm values ok" per rank.
   killed  64 MiB allreduces in a loop; rank 1 kills itself with SIGKILL while one is under
           way. Each rank writes its pid to pid.<rank> first.
 """
@@ -29,7 +30,7 @@ def factor(count):
     return np.arange(count) % 7 + 1
 
 
-def check_values(rank, size):
+def check_values(rank, size, counts):
     triangle = size * (size + 1) // 2
     digests = []
 
@@ -40,7 +41,7 @@ def check_values(rank, size):
         digests.append(hashlib.sha256(y.tobytes()).hexdigest())
 
     for dtype in DTYPES:
-        for count in (0, 1, 7, 1001, (3 << 20) // np.dtype(dtype).itemsize + 5):
+        for count in counts(dtype):
             k = factor(count)
             x = ((rank + 1) * k).astype(dtype)
             what = f"{np.dtype(dtype).name}/{count}"
@@ -57,7 +58,7 @@ def check_values(rank, size):
             if np.dtype(dtype).kind == "f" or np.iinfo(dtype).max >= 2 * 7 * triangle:
                 reduced(x, divide(k * triangle * 2, 4), "scaled/" + what, op=mpirep.Sum, prescale_factor=2.0,
                         postscale_factor=0.25)
-    counts = (1, 5, 13, 31, 600)
+    counts = (1, 5, 13, 31, 600, 2000)
     group = mpirep.grouped_allreduce([((rank + 1) * factor(c)).astype(np.float32) for c in counts],
                                      op=mpirep.Sum, name="group")
     for c, y in zip(counts, group):
@@ -78,8 +79,11 @@ def values():
     mpirep.init()
     rank, size = mpirep.rank(), mpirep.size()
     mpirep.start_timeline(str(folder / "shm.json"))
-    check_values(rank, size)
+    check_values(rank, size, lambda dtype: (0, 1, 7, 1001, (3 << 20) // np.dtype(dtype).itemsize + 5))
     mpirep.stop_timeline()
+    mpirep.shutdown()
+    mpirep.init(shm_slot_bytes=4096)
+    check_values(rank, size, lambda dtype: (7, 1001, 5000))
     mpirep.shutdown()
     mpirep.init(shm_allreduce=False)
     mpirep.start_timeline(str(folder / "ring.json"))
