@@ -1,7 +1,8 @@
 """The alpha-beta cost model of mpirep's allreduce and of a data-parallel training step.
 
 A link costs `alpha` seconds per message plus `beta` seconds per byte. There are two: `intra`
-between ranks of one host (shared memory) and `inter` between hosts. A job has `hosts` hosts of
+between ranks of one host (messages through MPI's shared-memory transport) and `inter` between
+hosts. A job has `hosts` hosts of
 `per_host` ranks each, p = hosts * per_host ranks, ranks numbered host by host.
 
 Flat ring allreduce of n bytes (reduce-scatter then allgather, each p-1 steps; in every step
@@ -42,9 +43,26 @@ the interface, so together they move n/hosts bytes per step), then allgather wit
     hier(n) = 2 (k-1) (alpha_intra + (n/k) beta_intra) x oversubscription
             + 2 (hosts-1) (alpha_inter + (n/hosts) beta_inter)
 
-Which of the three runs (native/core/executor.cc): hier(n) where the allreduce is
-hierarchical; otherwise doubling(n) where p >= 3 and n <= small_allreduce_bytes (a fused
-buffer counts by its total size), otherwise flat(n). At p = 2 the ring runs whatever n is.
+The shared-memory collectives (native/core/shm_collectives.h), where shm_allreduce is on, have
+costs of their own, `shm`: alpha per wait on the other ranks' flags and beta per byte of the
+buffer. They go in blocks of shm_slot_bytes. An allreduce waits twice per block (until every
+rank has copied its shares in, then until every rank has reduced its own). Per byte of the
+buffer each rank moves about the same whatever k: it copies (k-1)/k in, reduces its 1/k share
+from k operands, and copies the whole out. So beta is charged once per byte of the buffer:
+
+    shm(n) = (2 ceil(n / slot) alpha_shm + n beta_shm) x oversubscription
+
+The hierarchical allreduce's stages inside a host then run on it too: a reduce-scatter that
+waits twice per block and an allgather that waits once. Between them they move what the
+allreduce moves:
+
+    hier(n) = (3 ceil(n / slot) alpha_shm + n beta_shm) x oversubscription
+            + 2 (hosts-1) (alpha_inter + (n/hosts) beta_inter)
+
+Which runs (native/core/executor.cc): hier(n) where the allreduce is hierarchical; otherwise
+shm(n) where the ranks are all on one host and shm_allreduce is on; otherwise doubling(n) where
+p >= 3 and n <= small_allreduce_bytes (a fused buffer counts by its total size), otherwise
+flat(n). At p = 2 the ring runs whatever n is.
 
 Oversubscription: the reduction and the copies are CPU work, and when a host runs more ranks
 than it has cores they take turns: intra-host costs are multiplied by max(1, k / cores).
@@ -82,7 +100,9 @@ small_allreduce_bytes x p runs alone. Each buffer costs a round and a collective
 copies of its bytes at the host's memory-copy cost `copy` seconds per byte (x
 oversubscription): one into the outputs (unpacking), and the packing, which the flat ring does
 only for the segment it sends first (1/p of the bytes; it reads the rest where they lie) and
-doubling and the hierarchical allreduce do for the whole buffer. Training submits the same gradients every step, so a
+doubling and the hierarchical allreduce do for the whole buffer. The shared-memory allreduce
+copies nothing more: it reads the tensors where they lie and writes straight into the outputs.
+Training submits the same gradients every step, so a
 step's rounds are cached rounds; only the first step's are slow.
 
 A training step computes for `compute` seconds; the backward pass takes the last
@@ -103,6 +123,7 @@ at 8/rate seconds per byte, and that can start only once the forward pass has pr
     bound = max(compute, forward + wire),  forward = compute x (1 - backward_fraction)
 """
 import functools
+import math
 from dataclasses import dataclass
 
 from mpirep._settings_table import SETTINGS
@@ -127,6 +148,9 @@ class Cluster:
     inter: Link
     cores_per_host: int = 1 << 30  # more than any rank count: no oversubscription
     copy: float = 0.0  # seconds per byte of a memory copy within a rank
+    # the shared-memory collectives: alpha per wait, beta per byte of the buffer; None where a
+    # host's ranks use the ring (shm_allreduce=0)
+    shm: Link | None = None
 
     def __post_init__(self):
         for name in ("hosts", "per_host", "cores_per_host"):
@@ -147,6 +171,7 @@ class Settings:
     """The mpirep settings the model depends on; mpirep's own defaults (settings.def) unless given."""
     fusion_threshold: int = _DEFAULTS["fusion_threshold"]
     small_allreduce_bytes: int = _DEFAULTS["small_allreduce_bytes"]
+    shm_slot_bytes: int = _DEFAULTS["shm_slot_bytes"]
 
     def solo_bytes(self, ranks):
         """The size from which a tensor runs alone instead of packed (native/core/negotiator.h)."""
@@ -195,19 +220,46 @@ def doubling_allreduce(nbytes, cluster):
     return total
 
 
-def hierarchical_allreduce(nbytes, cluster):
-    """Seconds for reduce-scatter in the host, rings across hosts, allgather in the host."""
+def _shm_stages(nbytes, cluster, settings, waits_per_block):
+    blocks = math.ceil(nbytes / settings.shm_slot_bytes)
+    shm = cluster.shm
+    return (waits_per_block * blocks * shm.alpha + nbytes * shm.beta) * cluster.oversubscription
+
+
+def shm_allreduce(nbytes, cluster, settings=Settings()):
+    """Seconds for the shared-memory allreduce of one host's ranks: two waits per block and the
+    buffer's bytes."""
+    _check_bytes(nbytes)
+    if cluster.hosts != 1 or cluster.shm is None:
+        raise ValueError("the shared-memory allreduce runs on one host that has it (Cluster.shm)")
+    return _shm_stages(nbytes, cluster, settings, 2) if cluster.per_host > 1 else 0.0
+
+
+def hierarchical_allreduce(nbytes, cluster, settings=Settings()):
+    """Seconds for reduce-scatter in the host, rings across hosts, allgather in the host; the
+    stages in the host through shared memory where the cluster has it."""
     _check_bytes(nbytes)
     k, hosts = cluster.per_host, cluster.hosts
-    within = cluster.intra.time(2 * (k - 1), nbytes / k) * cluster.oversubscription
+    if k == 1:
+        within = 0.0
+    elif cluster.shm is not None:
+        within = _shm_stages(nbytes, cluster, settings, 3)
+    else:
+        within = cluster.intra.time(2 * (k - 1), nbytes / k) * cluster.oversubscription
     across = cluster.inter.time(2 * (hosts - 1), nbytes / hosts) if hosts > 1 else 0.0
     return within + across
+
+
+def _runs_shm_allreduce(cluster, hierarchical):
+    return not hierarchical and cluster.hosts == 1 and cluster.per_host > 1 and cluster.shm is not None
 
 
 def allreduce(nbytes, cluster, settings=Settings(), hierarchical=False):
     """Seconds for the collective the executor picks for a buffer of nbytes."""
     if hierarchical:
-        return hierarchical_allreduce(nbytes, cluster)
+        return hierarchical_allreduce(nbytes, cluster, settings)
+    if _runs_shm_allreduce(cluster, hierarchical):
+        return shm_allreduce(nbytes, cluster, settings)
     if cluster.ranks >= 3 and nbytes <= settings.small_allreduce_bytes:
         return doubling_allreduce(nbytes, cluster)
     return flat_allreduce(nbytes, cluster)
@@ -215,7 +267,9 @@ def allreduce(nbytes, cluster, settings=Settings(), hierarchical=False):
 
 def fused_copies(nbytes, cluster, settings=Settings(), hierarchical=False):
     """Copies of each byte of a buffer of several tensors: unpacking, and packing (whole, or
-    the flat ring's first segment only)."""
+    the flat ring's first segment only); none for the shared-memory allreduce."""
+    if _runs_shm_allreduce(cluster, hierarchical):
+        return 0.0
     packs_whole = hierarchical or (cluster.ranks >= 3 and nbytes <= settings.small_allreduce_bytes)
     return 2.0 if packs_whole else 1.0 + 1.0 / cluster.ranks
 

@@ -1,6 +1,7 @@
 """Fit the model to the measurements, then set its prediction beside every configuration
-measured here: 1 host x 2, 3, 4 ranks on shared memory; 2 emulated hosts x 1 and x 2 ranks,
-flat and hierarchical, over the shaped link; each as an allreduce sweep and as a ResNet-50
+measured here: 1 host x 2, 3, 4 ranks, on the ring and through the shared-memory allreduce;
+2 emulated hosts x 1 and x 2 ranks, flat and hierarchical (its stages in the host on the ring
+and in shared memory), over the shaped link; each as an allreduce sweep and as a ResNet-50
 gradient round. Prints the fitted parameters and the tables (Markdown), and fails (exit 1)
 naming every prediction more than 25% off.
 
@@ -10,7 +11,7 @@ import argparse
 import json
 import sys
 
-from fit import INTER_FIT, INTRA_FIT, add_file_arguments, fit_files
+from fit import INTER_FIT, INTRA_FIT, SHM_FIT, add_file_arguments, fit_files
 from units import human_bytes
 
 
@@ -19,12 +20,14 @@ def over_passes(meta):
 
 
 def fitted_lines(fitted, shm_meta, host_meta):
-    i, e = fitted.intra, fitted.inter
+    i, s, e = fitted.intra, fitted.shm, fitted.inter
     return [
         "| link | fitted on | alpha, us per message | beta, ns per byte | bandwidth, GB/s |",
         "|---|---|---:|---:|---:|",
-        f"| intra (shared memory) | {INTRA_FIT}, {over_passes(shm_meta)} | "
+        f"| intra (the ring over MPI's shared memory) | {INTRA_FIT}, {over_passes(shm_meta)} | "
         f"{i.alpha * 1e6:.1f} | {i.beta * 1e9:.3f} | {1e-9 / i.beta:.2f} |",
+        f"| shm (the shared-memory collectives; alpha per wait, beta per byte of the buffer) | "
+        f"{SHM_FIT}, {over_passes(shm_meta)} | {s.alpha * 1e6:.1f} | {s.beta * 1e9:.3f} | {1e-9 / s.beta:.2f} |",
         f"| inter ({host_meta['rate']} emulated link) | {INTER_FIT}, {over_passes(host_meta)} "
         f"| {e.alpha * 1e6:.1f} | "
         f"{e.beta * 1e9:.3f} | {1e-9 / e.beta:.3f} |",
@@ -44,10 +47,10 @@ def check_lines(points, fitted, tolerance):
              "|---|---|---:|---:|---:|---:|"]
     misses = []
     for p in sorted(points, key=lambda p: (p.layout.hosts, p.layout.per_host, p.layout.hierarchical,
-                                           p.kind, p.nbytes)):
+                                           p.layout.shm, p.kind, p.nbytes)):
         predicted = fitted.predict(p)
         error = predicted / p.seconds - 1
-        fitted_on = p.kind == "sweep" and p.layout in (INTRA_FIT, INTER_FIT)
+        fitted_on = p.kind == "sweep" and p.layout in (INTRA_FIT, SHM_FIT, INTER_FIT)
         mark = " (fitted)" if fitted_on else ""
         lines.append(f"| {p.layout}{mark} | {what(p)} | {p.load_average:.1f} | {predicted * 1e3:.3f} "
                      f"| {p.seconds * 1e3:.3f} | {error:+.0%} |")
@@ -79,7 +82,7 @@ def main():
                 f"({error:+.0%})" for p, predicted, error in misses]
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"intra": vars(fitted.intra), "inter": vars(fitted.inter),
+            json.dump({"intra": vars(fitted.intra), "shm": vars(fitted.shm), "inter": vars(fitted.inter),
                        "inter_rate_bits": fitted.inter_rate, "machine_cores": fitted.machine_cores,
                        "copy_s_per_byte": fitted.copy}, f, indent=1)
     if failures:

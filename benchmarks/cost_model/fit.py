@@ -2,8 +2,10 @@
 error (so that 4 KiB counts as much as 64 MiB) over the sizes of one configuration's allreduce
 sweep; every other configuration is left for the check.
 
-* intra (shared memory): the sweep on 1 host x 2 ranks, the one shared-memory layout with no
-  more ranks than this machine has cores;
+* intra (MPI's shared memory, the ring's messages): the sweep on 1 host x 2 ranks with
+  shm_allreduce off, the one layout on one host with no more ranks than this machine has cores;
+* shm (the shared-memory collectives): the sweep on 1 host x 2 ranks with shm_allreduce on,
+  with intra already fitted (negotiation still goes by MPI messages);
 * inter (the emulated link at the rate it was shaped to): the sweep on 2 hosts x 1 rank, with
   intra already fitted (it prices rank 0's handling of the slow phase's messages).
 
@@ -28,6 +30,7 @@ import alpha_beta as ab
 from measurements import COPY, HOSTS, RESNET50_TENSOR_BYTES, SHM, Layout, copy_cost, load
 
 INTRA_FIT = Layout(1, 2, False)
+SHM_FIT = Layout(1, 2, False, shm=True)
 INTER_FIT = Layout(2, 1, False)
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
 
@@ -40,14 +43,14 @@ def bits_per_second(rate):
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def cluster_for(layout, intra, inter, machine_cores, copy):
+def cluster_for(layout, intra, inter, shm, machine_cores, copy):
     # the emulated hosts all run on this one machine and share its cores
     return ab.Cluster(layout.hosts, layout.per_host, intra, inter,
-                      max(1, machine_cores // layout.hosts), copy)
+                      max(1, machine_cores // layout.hosts), copy, shm if layout.shm else None)
 
 
-def predict(point, intra, inter, machine_cores, copy):
-    cluster = cluster_for(point.layout, intra, inter, machine_cores, copy)
+def predict(point, intra, inter, shm, machine_cores, copy):
+    cluster = cluster_for(point.layout, intra, inter, shm, machine_cores, copy)
     settings = ab.Settings()
     if point.fusion_threshold:
         settings = dataclasses.replace(settings, fusion_threshold=point.fusion_threshold)
@@ -77,6 +80,7 @@ def least_squares(points, predict_with):
 @dataclass(frozen=True)
 class Fitted:
     intra: ab.Link
+    shm: ab.Link          # the shared-memory collectives
     inter: ab.Link        # at the rate the emulated link was shaped to
     inter_rate: float     # that rate, bits per second
     machine_cores: int
@@ -91,7 +95,7 @@ class Fitted:
         return ab.Link(self.intra.alpha, self.intra.beta + 8 / rate)
 
     def predict(self, point):
-        return predict(point, self.intra, self.inter, self.machine_cores, self.copy)
+        return predict(point, self.intra, self.inter, self.shm, self.machine_cores, self.copy)
 
 
 def sweep_points(points, layout):
@@ -103,10 +107,12 @@ def sweep_points(points, layout):
 
 def fit(shm_points, host_points, machine_cores, rate, copy):
     intra = least_squares(sweep_points(shm_points, INTRA_FIT),
-                          lambda link, p: predict(p, link, link, machine_cores, copy))
+                          lambda link, p: predict(p, link, link, None, machine_cores, copy))
+    shm = least_squares(sweep_points(shm_points, SHM_FIT),
+                        lambda link, p: predict(p, intra, intra, link, machine_cores, copy))
     inter = least_squares(sweep_points(host_points, INTER_FIT),
-                          lambda link, p: predict(p, intra, link, machine_cores, copy))
-    return Fitted(intra, inter, bits_per_second(rate), machine_cores, copy)
+                          lambda link, p: predict(p, intra, link, None, machine_cores, copy))
+    return Fitted(intra, shm, inter, bits_per_second(rate), machine_cores, copy)
 
 
 @dataclass(frozen=True)

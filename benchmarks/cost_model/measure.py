@@ -1,7 +1,9 @@
 """Take the measurements the cost model is fitted to and checked against, and write them to one
 JSON file: allreduce sweeps (float32 Sum, benchmarks/allreduce_sweep.py) and ResNet-50 gradient
 rounds (benchmarks/resnet50_round.py), on this machine's shared memory or across the emulated
-hosts of dev/cluster (which must be up, and shaped to the rate named by --rate).
+hosts of dev/cluster (which must be up, and shaped to the rate named by --rate). Each layout
+whose ranks share a host runs with the shared-memory allreduce off (the ring over MPI) and, where
+that path would run, on.
 
 The configurations take turns, --passes times over, so that load from other work on the
 machine falls on all of them alike; fit.py takes the median of the passes. Before each job it
@@ -28,18 +30,18 @@ BENCHMARKS = Path(__file__).resolve().parent.parent
 ROOT = BENCHMARKS.parent
 MIB = 1 << 20
 
-# (hosts, ranks per host, hierarchical_allreduce setting); k=1 has nothing to do within a host
-SHM_LAYOUTS = [(1, 2, 0), (1, 3, 0), (1, 4, 0)]
-HOST_LAYOUTS = [(2, 1, 0), (2, 2, 0), (2, 2, 1)]
+# (hosts, ranks per host, hierarchical_allreduce, shm_allreduce): each host's ranks on the ring,
+# and through shared memory where that path runs (one host; a hierarchical allreduce's stages
+# inside each host); k=1 has nothing to do within a host
+SHM_LAYOUTS = [(1, 2, 0, 0), (1, 3, 0, 0), (1, 4, 0, 0), (1, 2, 0, 1), (1, 3, 0, 1), (1, 4, 0, 1)]
+HOST_LAYOUTS = [(2, 1, 0, 0), (2, 2, 0, 0), (2, 2, 1, 0), (2, 2, 1, 1)]
 
 
 def command(kind, layout, json_path, args):
-    hosts, per_host, hier = layout
+    hosts, per_host, hier, shm = layout
     script = {"sweep": "allreduce_sweep.py", "resnet": "resnet50_round.py"}[kind]
-    # The model prices the ring and the hierarchical allreduce over rings, not the shared-memory
-    # path (alpha_beta.py): it is turned off, also for the stages inside a host.
     bench = [sys.executable, str(BENCHMARKS / script), "--json", str(json_path),
-             "--config", f"hierarchical_allreduce={hier}", "--config", "shm_allreduce=0"]
+             "--config", f"hierarchical_allreduce={hier}", "--config", f"shm_allreduce={shm}"]
     bench += ["--max-bytes", str(args.max_bytes)] if kind == "sweep" else ["--repeats", str(args.resnet_repeats)]
     if hosts == 1:
         return ["timeout", "-k", "10", str(args.timeout), "mpirun", "--oversubscribe", "--bind-to", "none",
@@ -90,9 +92,9 @@ def main():
                     load = wait_for_quiet(args.quiet_load, args.max_wait)
                     print(f"+ [load {load:.1f}]", " ".join(cmd), flush=True)
                     code = subprocess.run(cmd, env=env, cwd=ROOT).returncode
-                    hosts, per_host, hier = layout
+                    hosts, per_host, hier, shm = layout
                     job = {"kind": kind, "hosts": hosts, "per_host": per_host, "hierarchical": hier,
-                           "pass": pass_, "load_average": load}
+                           "shm": shm, "pass": pass_, "load_average": load}
                     if code != 0:  # recorded, and the other jobs go on
                         print(f"job failed with exit status {code}", flush=True)
                         failed.append({**job, "exit": code})

@@ -1,6 +1,7 @@
 """The measurements measure.py writes, reduced to one time per configuration and size: the
 median over the passes of mpirep's time (each pass's time is already a median over repeats),
-and beside it the same median of MPI_Allreduce doing the same work in the same job."""
+and beside it the same medians of MPI_Allreduce doing the same work in the same job and of every
+rank copying the same bytes at once."""
 import datetime
 import json
 import math
@@ -26,9 +27,10 @@ class Layout:
     hosts: int
     per_host: int
     hierarchical: bool
+    shm: bool = False  # the shm_allreduce setting; off, a host's ranks use the ring
 
     def __str__(self):
-        mode = ", hierarchical" if self.hierarchical else ""
+        mode = (", hierarchical" if self.hierarchical else "") + (", shm" if self.shm else "")
         return f"{self.hosts} host{'s' if self.hosts > 1 else ''} x {self.per_host}{mode}"
 
 
@@ -41,6 +43,7 @@ class Point:
     fusion_threshold: int | None  # the setting the run used, None for the default
     load_average: float  # median over the passes of the 1-minute load average as each job began
     mpi_seconds: float  # median over passes of MPI_Allreduce on the sweep's buffer, or on each tensor in turn
+    copy_seconds: float  # median over passes of every rank copying those bytes at once
 
 
 def moment():
@@ -58,19 +61,19 @@ def load(path):
     data = json.loads(Path(path).read_text())
     samples = {}
     for run in data["runs"]:
-        layout = Layout(run["hosts"], run["per_host"], bool(run["hierarchical"]))
+        layout = Layout(run["hosts"], run["per_host"], bool(run["hierarchical"]), bool(run["shm"]))
         result = run["result"]
         threshold = result["config"].get("fusion_threshold")
         if run["kind"] == "sweep":
-            timed = [(row["bytes"], row["mpirep_s"], row["mpi_s"]) for row in result["rows"]]
+            timed = [(row["bytes"], row["mpirep_s"], row["mpi_s"], row["copy_s"]) for row in result["rows"]]
         else:
             seconds = result["seconds"]
-            timed = [(sum(RESNET50_TENSOR_BYTES), seconds["mpirep"], seconds["mpi_per_tensor"])]
-        for nbytes, mpirep_seconds, mpi_seconds in timed:
+            timed = [(sum(RESNET50_TENSOR_BYTES), seconds["mpirep"], seconds["mpi_per_tensor"], seconds["copy"])]
+        for nbytes, mpirep_seconds, mpi_seconds, copy_seconds in timed:
             key = (layout, run["kind"], nbytes, threshold)
-            samples.setdefault(key, []).append((mpirep_seconds, run["load_average"], mpi_seconds))
+            samples.setdefault(key, []).append((mpirep_seconds, run["load_average"], mpi_seconds, copy_seconds))
     points = []
     for (layout, kind, nbytes, threshold), passes in samples.items():
-        seconds, load_average, mpi_seconds = (statistics.median(column) for column in zip(*passes))
-        points.append(Point(layout, kind, nbytes, seconds, threshold, load_average, mpi_seconds))
+        seconds, load_average, mpi_seconds, copy_seconds = (statistics.median(column) for column in zip(*passes))
+        points.append(Point(layout, kind, nbytes, seconds, threshold, load_average, mpi_seconds, copy_seconds))
     return data, points

@@ -4,15 +4,24 @@ and the mechanism read from the code that the model leaves out. A paragraph is w
 the check has misses of its kind, with the figures of the measurements.
 
 The kinds: more ranks than the machine has cores, under-predicted (on one host, or on emulated
-hosts that share the machine); otherwise across hosts, the emulated link, a token bucket.
+hosts that share the machine); otherwise across hosts, the emulated link, a token bucket;
+otherwise on one host, under-predicted where the bytes came from memory instead of the cache.
 """
+import statistics
+
 import alpha_beta as ab
 from check import what
-from fit import INTER_FIT, INTRA_FIT
+from fit import INTER_FIT, INTRA_FIT, SHM_FIT
+from measurements import RESNET50_TENSOR_BYTES
 from units import human_bytes
 
 KIB, MIB = 1 << 10, 1 << 20
 FLOOR_SIZES = (4 * KIB, 64 * KIB, MIB)
+# A point's bytes came from memory where every rank copying them at once, in the same job, ran at
+# under this fraction of such copies' median rate over its layout's sweep from the size at which
+# bytes outweigh per-message costs (there the sweep sets the betas).
+OUT_OF_CACHE = 2 / 3
+BYTES_DOMINATE = MIB
 
 
 def ranks_per_core(layout, cores):
@@ -29,7 +38,7 @@ def ms(seconds):
 
 
 def by_layout(layouts):
-    return sorted(layouts, key=lambda layout: (layout.hosts, layout.per_host, layout.hierarchical))
+    return sorted(layouts, key=lambda layout: (layout.hosts, layout.per_host, layout.hierarchical, layout.shm))
 
 
 def wire_seconds(point, fitted):
@@ -61,7 +70,8 @@ def listed(misses):
 
 def crowded_host(misses, points):
     def base(layout):  # the same kind of link with a core per rank
-        return sweep(points, INTRA_FIT if layout.hosts == 1 else INTER_FIT, 4 * KIB)
+        one_host = SHM_FIT if layout.shm else INTRA_FIT
+        return sweep(points, one_host if layout.hosts == 1 else INTER_FIT, 4 * KIB)
     crowded = [(sweep(points, layout, 4 * KIB), base(layout))
                for layout in by_layout({p.layout for p, _, _ in misses})]
     ratios = " and ".join(f"{p.seconds / b.seconds:.1f}x and {p.mpi_seconds / b.mpi_seconds:.1f}x as "
@@ -71,11 +81,12 @@ def crowded_host(misses, points):
         "(intra-host costs x k/cores), which prices their throughput; it has no term for the wait of "
         "a step whose partner sits in the run queue behind another rank on its core. That wait comes "
         "with every dependent message, not with bytes, so it shows at small and middle sizes. The fit "
-        f"cannot see it (on {INTRA_FIT} and {INTER_FIT} each rank has a core), and mpirep's wait "
-        "constants are not the main part of it: a waiting rank polls (without yielding for its first "
-        "5 us) and yields through a spin window, 100 us in negotiation and 2 ms in the data path, and "
-        "only then sleeps, 20 us doubling up to 200 and 50 us (`native/runtime/runtime.cc`, "
-        "`native/runtime/mpi_transport.h`), so until a wait outlasts its window the rank sees its "
+        f"cannot see it (on {INTRA_FIT}, {SHM_FIT} and {INTER_FIT} each rank has a core), and mpirep's "
+        "wait constants are not the main part of it: a waiting rank polls (without yielding for its "
+        "first 5 us) and yields through a spin window, 100 us in negotiation and 2 ms in the data path "
+        "and the shared-memory waits, and only then sleeps, 20 us doubling up to 200 and 50 us "
+        "(`native/runtime/runtime.cc`, `native/runtime/mpi_transport.h`, "
+        "`native/core/shm_collectives.cc`), so until a wait outlasts its window the rank sees its "
         "message at the first poll after the partner has run. Open MPI has no such windows and "
         "yields while it polls where it knows the ranks outnumber the cores (`mpirun "
         "--oversubscribe` on one host; on the emulated hosts, which share this machine's cores, "
@@ -109,21 +120,66 @@ def token_bucket(misses, points, fitted):
         f"8/rate per byte. Misses: {listed(misses)}.")
 
 
+def copy_rate(point):
+    """Bytes per second per rank of every rank copying the point's bytes at once."""
+    return point.nbytes / point.copy_seconds
+
+
+def sweep_copy_rate(points, layout):
+    return statistics.median(copy_rate(p) for p in points
+                             if p.layout == layout and p.kind == "sweep" and p.nbytes >= BYTES_DOMINATE)
+
+
+def out_of_cache(point, points):
+    return copy_rate(point) < OUT_OF_CACHE * sweep_copy_rate(points, point.layout)
+
+
+def gbs(rate):
+    return f"{rate / 1e9:.1f}"
+
+
+def from_memory(misses, points):
+    layouts = by_layout({p.layout for p, _, _ in misses})
+    typical = "; ".join(f"{layout}: {gbs(sweep_copy_rate(points, layout))} GB/s" for layout in layouts)
+    slow = "; ".join(f"{p.layout}, {what(p)}: {gbs(copy_rate(p))} GB/s, predicted {ms(predicted)} ms, measured "
+                     f"{ms(p.seconds)} ms" for p, predicted, _ in misses)
+    return (
+        "**Out of the cache.** The sweep repeats one buffer per size, so up to some size the cache "
+        "holds it, and the fitted betas are rates from the cache. Where the bytes stream from memory "
+        "instead, each costs more. The sweep and the round time every rank copying the same bytes at "
+        "once, in the same job, and that copy shows where the cache stopped holding them. Its median "
+        f"rate per rank over the sweep from {human_bytes(BYTES_DOMINATE)}, where bytes outweigh "
+        f"per-message costs and so set the betas: {typical}. The misses of this kind are "
+        f"under-predicted points whose copy ran at under {OUT_OF_CACHE:.0%} of that: {slow}. The ResNet-50 round passes "
+        f"{sum(RESNET50_TENSOR_BYTES) / MIB:.1f} MiB of gradients and as many outputs, which stream "
+        "from memory on any host whose cache is smaller. The projections use the rates "
+        "from the cache, so inside a host they flatter the per-byte costs of gradient sets larger than "
+        f"its cache. Misses: {listed(misses)}.")
+
+
 def paragraphs(misses, points, fitted):
     """A paragraph for each kind of miss among `misses` (check.check_lines'), and one listing
     those of no kind named here."""
     cores = fitted.machine_cores
-    kinds = {"crowded": [], "link": [], "other": []}
+    kinds = {"crowded": [], "link": [], "memory": [], "other": []}
     for miss in misses:
-        layout, error = miss[0].layout, miss[2]
-        crowded = ranks_per_core(layout, cores) > 1 and error < 0
-        kind = "crowded" if crowded else "link" if layout.hosts > 1 else "other"
+        point, error = miss[0], miss[2]
+        if ranks_per_core(point.layout, cores) > 1 and error < 0:
+            kind = "crowded"
+        elif point.layout.hosts > 1:
+            kind = "link"
+        elif error < 0 and out_of_cache(point, points):
+            kind = "memory"
+        else:
+            kind = "other"
         kinds[kind].append(miss)
     out = []
     if kinds["crowded"]:
         out.append(crowded_host(kinds["crowded"], points))
     if kinds["link"]:
         out.append(token_bucket(kinds["link"], points, fitted))
+    if kinds["memory"]:
+        out.append(from_memory(kinds["memory"], points))
     if kinds["other"]:
         out.append(f"**Not explained here:** {listed(kinds['other'])}.")
     return out

@@ -15,7 +15,8 @@ from check import check_lines, conditions, fitted_lines
 from draw import DOCS, PNG, draw
 from fit import add_file_arguments, fit_files
 from misses import floor_table, paragraphs
-from scale_table import RATES, allreduce_table, efficiency_table, projected_cluster, published_table
+from scale_table import (RANK_LAYOUTS, RATES, allreduce_table, efficiency_table, projected_cluster,
+                         published_table, ranks_table)
 from units import human_bytes
 from workloads import BACKWARD_FRACTION, WORKLOADS
 
@@ -29,8 +30,8 @@ measurements taken on this machine and checked against every configuration measu
 then projected to 512 ranks. Code and formulas: `benchmarks/cost_model/` (the formulas are
 written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests them).
 
-* A link costs alpha per message and beta per byte; `intra` joins the ranks of one host (shared
-  memory), `inter` the hosts.
+* A link costs alpha per message and beta per byte; `intra` joins the ranks of one host (the
+  ring's messages through MPI's shared memory), `inter` the hosts.
 * Flat ring on p ranks: 2(p-1) steps of n/p bytes, each as slow as its slowest hop (across hosts:
   the inter-host hop, whose bytes all go through the host's one interface).
 * Recursive doubling on p ranks (p2 the largest power of two not above p): log2(p2) exchanges
@@ -39,15 +40,24 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
 * Hierarchical (k ranks per host, N hosts): reduce-scatter in the host, 2(k-1) intra steps of
   n/k bytes; one ring per local index across the hosts, 2(N-1) inter steps, the k rings
   together moving n/N bytes per step through the interface; allgather in the host.
-* Which runs: the hierarchical allreduce where it is chosen; otherwise recursive doubling for
-  a buffer (a fused one by its total size) of at most `small_allreduce_bytes`
+* The shared-memory collectives (docs/core.md, `shm_allreduce`, on by default) have costs of
+  their own, `shm`: alpha per wait on the other ranks' flags, beta per byte of the buffer. They
+  go in blocks of `shm_slot_bytes` ({human_bytes(DEFAULTS.shm_slot_bytes)}). The allreduce on
+  one host waits twice per block (until all have copied in, until all have reduced):
+  2 ceil(n/slot) alpha + n beta. Each rank moves about the same bytes whatever k (it copies
+  (k-1)/k of the buffer in, reduces its 1/k share from k operands, and copies all of it out),
+  so beta is per byte of the buffer at every k. The hierarchical allreduce's stages inside the
+  host run on it too: a reduce-scatter (two waits per block) and an allgather (one), which
+  between them move what the allreduce moves: 3 ceil(n/slot) alpha + n beta. The flat
+  allreduce of ranks on several hosts is the ring, as in mpirep.
+* Which runs: the hierarchical allreduce where it is chosen; otherwise the shared-memory
+  allreduce where the ranks are all on one host; otherwise recursive doubling for a buffer (a
+  fused one by its total size) of at most `small_allreduce_bytes`
   ({human_bytes(DEFAULTS.small_allreduce_bytes)}) at 3 ranks or more; otherwise the flat
-  ring (always at 2 ranks).
-* Intra-host costs are multiplied by k/cores where a host runs more ranks than it has cores.
-* The shared-memory allreduce (docs/core.md), on by default inside a host, is not modelled yet:
-  `measure.py` runs every job with `shm_allreduce=0`, so that `intra` is the ring over MPI's
-  shared memory, and the figures below are those of the ring and of the hierarchical allreduce
-  over rings.
+  ring (always at 2 ranks). Layouts marked "shm" below ran with `shm_allreduce=1`, the others
+  with 0 (each host's ranks on the ring).
+* Intra-host costs, the shared-memory collectives' included, are multiplied by k/cores where a
+  host runs more ranks than it has cores.
 * Negotiation: every round ANDs a few hundred bytes of agreement words among all ranks by
   recursive doubling, each step one alpha of its slowest hop (the links' own alpha: a separate
   one would be a second constant that the fit could not tell from it). A tensor run before
@@ -63,18 +73,22 @@ written out at the top of `alpha_beta.py`; `tests/unit/test_cost_model.py` tests
   a collective, a buffer of several tensors also copies of its bytes at the memory-copy cost
   `memcpy.py` measures: one to unpack it, and its packing, which the flat ring does for 1/p of
   it (the segment it sends first) and doubling and the hierarchical allreduce for all of it.
+  The shared-memory allreduce copies nothing more: it reads the tensors where they lie and
+  writes into the outputs.
 * A training step: compute + exposed communication. Without overlap all communication is
   exposed; with overlap it runs during the backward pass (taken as
   {BACKWARD_FRACTION:.2f} of the compute), so only what exceeds it is exposed, and never less
   than the last buffer. Scaling efficiency = compute / step.
 
 Fitting: least squares of the relative error over the sizes of one allreduce sweep per link:
-shared memory on 1 host x 2 ranks (the one layout with no more ranks than cores), the emulated
-link on 2 hosts x 1 rank (`dev/cluster/shape`, no added delay: this kernel has no netem; the
+`intra` on 1 host x 2 ranks with `shm_allreduce=0` (the one layout on one host with no more
+ranks than cores), `shm` on the same with `shm_allreduce=1` (`intra` already fitted: the
+negotiation still goes by MPI messages), the emulated link on 2 hosts x 1 rank (`dev/cluster/shape`, no added delay: this kernel has no netem; the
 emulated hosts share this machine's 2 cores, so the model gives each host 1).
-Everything else is a prediction. The projections put mpirep's software costs, as the shared-memory
+Everything else is a prediction. The projections put mpirep's software costs, as the `intra`
 fit measures them (alpha per message, beta per byte), on a wire of 25 or
-100 Gbit/s (8/rate per byte, no wire latency added); the emulated link's own fit is not carried
+100 Gbit/s (8/rate per byte, no wire latency added), and run each host's stages through shared
+memory at the `shm` fit, as mpirep does by default; the emulated link's own fit is not carried
 over: that link is a token bucket, not a wire (see "Where the model misses")."""
 
 
@@ -120,8 +134,9 @@ def section(measured):
            "average: they poll while they wait.", "",
            *fitted_lines(fitted, shm_meta, host_meta), "",
            "### Check: predicted against measured", "",
-           "Every configuration measurable here: 1 host x 2, 3, 4 ranks (shared memory; 3 and 4 are "
-           "oversubscribed on 2 cores), 2 emulated hosts x 1 and x 2 ranks, flat and hierarchical; "
+           "Every configuration measurable here: 1 host x 2, 3, 4 ranks, on the ring and through "
+           "shared memory (3 and 4 are oversubscribed on 2 cores), 2 emulated hosts x 1 and x 2 ranks, "
+           "flat and hierarchical (its stages in the host on the ring, and through shared memory); "
            "for each, blocking allreduces of 4 KiB to 64 MiB and the ResNet-50 gradient round "
            f"(`benchmarks/resnet50_round.py`: 214 tensors, fusion threshold "
            f"{human_bytes(DEFAULTS.fusion_threshold)}). Load average: the machine's 1-minute load "
@@ -136,7 +151,9 @@ def section(measured):
              for line in (paragraph, "")],
            f"![model projection and check]({PNG})", "",
            "### Projected to 512 ranks", "",
-           f"The shared-memory fit's software costs over 25 and 100 Gbit/s links, one core per rank. The "
+           "The `intra` fit's software costs over 25 and 100 Gbit/s links, each host's stages through "
+           "shared memory at the `shm` fit, one core per rank, and each rank as much of the memory's "
+           "bandwidth as it had here at 2 ranks (a host whose ranks saturate its memory is slower). The "
            f"{resnet.name} step computes for {resnet.compute_seconds * 1e3:.0f} ms: 64 images at the "
            f"{resnet.p100_images_per_second:g} images/s TensorFlow published for one Tesla P100 "
            "(DGX-1, synthetic data, batch 64, May 2017; [TensorFlow "
@@ -144,7 +161,11 @@ def section(measured):
            "Beside each rate's efficiencies, the bound: the efficiency of a step that took no longer "
            "than its compute, or than its forward pass followed by the least the wire must carry "
            "(2(N-1)/N of the gradients through each host's interface), whichever is longer; no "
-           "allreduce does better.", ""]
+           "allreduce does better.", "",
+           f"Scaling efficiency of the {resnet.name} step at "
+           f"{', '.join(str(h * k) for h, k in RANK_LAYOUTS[:-1])} and {RANK_LAYOUTS[-1][0] * RANK_LAYOUTS[-1][1]} "
+           "ranks, with overlap:", "",
+           *ranks_table(fitted, resnet, DEFAULTS), ""]
     for per_host in (4, 8):
         out += [f"Allreduce of the {resnet.name} gradients ({resnet.gradient_bytes / 2**20:.1f} MiB, "
                 f"fusion threshold {human_bytes(DEFAULTS.fusion_threshold)}), {per_host} ranks per host:", "",

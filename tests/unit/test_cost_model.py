@@ -13,6 +13,7 @@ INTRA = ab.Link(alpha=3e-6, beta=2e-10)
 INTER = ab.Link(alpha=40e-6, beta=8e-9)
 # a network faster than the hosts' memory
 FAST_NET = ab.Link(1e-6, 1e-11)
+SHM = ab.Link(alpha=1e-6, beta=1e-10)  # per wait, per byte of the buffer
 KIB, MIB = 1 << 10, 1 << 20
 SMALL = 64 * KIB
 # 100 MiB of gradients in 50 tensors of 2 MiB
@@ -223,6 +224,53 @@ def test_a_fused_buffer_also_pays_copies_of_its_bytes():
     alone = [8 * MIB]  # at least small_allreduce_bytes x p: reduced in place, no copies
     assert ab.gradient_round(alone, copying, settings(2 * MIB))[0] == pytest.approx(
         ab.gradient_round(alone, plain, settings(2 * MIB))[0])
+
+
+def shm_cluster(hosts, per_host, cores=1 << 30, copy=0.0):
+    return ab.Cluster(hosts, per_host, INTRA, INTER, cores, copy, shm=SHM)
+
+
+def test_shm_allreduce_waits_twice_per_block_and_moves_the_buffer_once():
+    n = 3 * MIB + 5  # 4 blocks of 1 MiB
+    for per_host in (2, 3, 8):
+        assert ab.allreduce(n, shm_cluster(1, per_host)) == pytest.approx(8 * 1e-6 + n * 1e-10)
+    # blocks of shm_slot_bytes; 8 ranks on 4 cores take twice as long
+    assert ab.shm_allreduce(n, shm_cluster(1, 8, cores=4), ab.Settings(shm_slot_bytes=256 * KIB)) == \
+        pytest.approx(2 * (26 * 1e-6 + n * 1e-10))
+    assert ab.shm_allreduce(0, shm_cluster(1, 4)) == 0.0
+    assert ab.shm_allreduce(n, shm_cluster(1, 1)) == 0.0
+    with pytest.raises(ValueError, match="one host"):
+        ab.shm_allreduce(n, shm_cluster(2, 2))
+    with pytest.raises(ValueError, match="one host"):
+        ab.shm_allreduce(n, cluster(1, 2))
+
+
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_one_host_with_shared_memory_runs_it_at_every_size_and_copies_nothing_more(p):
+    c = shm_cluster(1, p, copy=1e-9)
+    for n in (4 * KIB, SMALL, 8 * MIB):  # no switch to doubling for small buffers
+        assert ab.allreduce(n, c, settings(2 * MIB)) == pytest.approx(ab.shm_allreduce(n, c))
+    # a fused buffer is read where its tensors lie and written into their outputs
+    fused = ab.gradient_round([100 * KIB, 100 * KIB], c, settings(2 * MIB))[0]
+    assert fused == pytest.approx(ab.cached_round(c) + ab.shm_allreduce(200 * KIB, c))
+    # across hosts the flat allreduce is the ring, shared memory or not
+    assert ab.allreduce(8 * MIB, shm_cluster(2, p)) == pytest.approx(ab.flat_allreduce(8 * MIB, cluster(2, p)))
+
+
+def test_hierarchical_stages_through_shared_memory_wait_three_times_per_block():
+    n, hosts, k = 24 * MIB, 3, 4
+    within = 3 * 24 * 1e-6 + n * 1e-10
+    across = 2 * (hosts - 1) * (40e-6 + n / hosts * 8e-9)
+    assert ab.hierarchical_allreduce(n, shm_cluster(hosts, k)) == pytest.approx(within + across)
+    assert ab.allreduce(n, shm_cluster(hosts, k), hierarchical=True) == pytest.approx(within + across)
+    # one rank per host: nothing to do inside it
+    assert ab.hierarchical_allreduce(n, shm_cluster(hosts, 1)) == pytest.approx(
+        ab.flat_allreduce(n, cluster(hosts, 1)))
+    # the fused buffer is packed and unpacked, as on the ring's stages
+    copying = shm_cluster(2, 4, copy=1e-9)
+    fused = ab.gradient_round([100 * KIB, 100 * KIB], copying, settings(2 * MIB), hierarchical=True)[0]
+    assert fused == pytest.approx(ab.cached_round(copying) + ab.hierarchical_allreduce(200 * KIB, copying)
+                                  + 2 * 200 * KIB * 1e-9)
 
 
 def test_training_step_without_overlap_adds_all_communication():
