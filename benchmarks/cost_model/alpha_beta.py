@@ -2,8 +2,8 @@
 
 A link costs `alpha` seconds per message plus `beta` seconds per byte. There are two: `intra`
 between ranks of one host (messages through MPI's shared-memory transport) and `inter` between
-hosts. A job has `hosts` hosts of
-`per_host` ranks each, p = hosts * per_host ranks, ranks numbered host by host.
+hosts. A job has `hosts` hosts of `per_host` ranks each, p = hosts * per_host ranks, ranks
+numbered host by host.
 
 Flat ring allreduce of n bytes (reduce-scatter then allgather, each p-1 steps; in every step
 each rank sends n/p bytes to the next):
@@ -102,8 +102,8 @@ oversubscription): one into the outputs (unpacking), and the packing, which the 
 only for the segment it sends first (1/p of the bytes; it reads the rest where they lie) and
 doubling and the hierarchical allreduce do for the whole buffer. The shared-memory allreduce
 copies nothing more: it reads the tensors where they lie and writes straight into the outputs.
-Training submits the same gradients every step, so a
-step's rounds are cached rounds; only the first step's are slow.
+Training submits the same gradients every step, so a step's rounds are cached rounds; only the
+first step's are slow.
 
 A training step computes for `compute` seconds; the backward pass takes the last
 `backward_fraction` of it and hands gradients over as it goes. Without overlap all
