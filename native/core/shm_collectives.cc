@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "backoff.h"
 #include "reduce.h"
@@ -162,18 +163,24 @@ void ShmCollectives::Allreduce(const Pieces& in, const OutputPieces& out, int64_
   }
   const int64_t per_block = static_cast<int64_t>(slot_bytes_ / esize);
   const int64_t blocks = (count + per_block - 1) / per_block;
+  if (blocks == 0) return;
   const uint64_t first = Claim(blocks);
-  if (blocks > 0) CopyIn(in, BlockRound(0, count, esize), first, /*own_share=*/false);
+  Round round = BlockRound(0, count, esize);
+  CopyIn(in, round, first, /*own_share=*/false);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint64_t number = first + b;
-    const Round round = BlockRound(b, count, esize);
     AwaitAll(kArrived, number);
     ReduceOwnShare(in, round, number, Slot(rank_, number) + round[rank_].slot_at, dtype, op, epilogue);
     // The own share out while it is still in this core's cache, and before waiting for the others.
     CopyOut(out, round, number, /*own_share=*/true, stream);
     AwaitAll(kReduced, number);
-    if (b + 1 < blocks) CopyIn(in, BlockRound(b + 1, count, esize), number + 1, /*own_share=*/false);
+    Round next;
+    if (b + 1 < blocks) {
+      next = BlockRound(b + 1, count, esize);
+      CopyIn(in, next, number + 1, /*own_share=*/false);
+    }
     CopyOut(out, round, number, /*own_share=*/false, stream);
+    round = std::move(next);
   }
 }
 
@@ -189,15 +196,19 @@ void ShmCollectives::ReduceScatter(const void* in, void* out, const std::vector<
     return;
   }
   const int64_t rounds = SliceRounds(segments, esize);
+  if (rounds == 0) return;
   const uint64_t first = Claim(rounds);
-  if (rounds > 0) CopyIn(input, SliceRound(0, segments, esize), first, /*own_share=*/false);
+  Round round = SliceRound(0, segments, esize);
+  CopyIn(input, round, first, /*own_share=*/false);
   for (int64_t k = 0; k < rounds; ++k) {
     const uint64_t number = first + k;
-    const Round round = SliceRound(k, segments, esize);
     AwaitAll(kArrived, number);
     ReduceOwnShare(input, round, number, output + round[rank_].at, dtype, op, epilogue);
     AwaitAll(kReduced, number);
-    if (k + 1 < rounds) CopyIn(input, SliceRound(k + 1, segments, esize), number + 1, /*own_share=*/false);
+    if (k + 1 < rounds) {
+      round = SliceRound(k + 1, segments, esize);
+      CopyIn(input, round, number + 1, /*own_share=*/false);
+    }
   }
 }
 
@@ -209,17 +220,23 @@ void ShmCollectives::Allgather(void* buf, const std::vector<int64_t>& segments, 
   const Pieces mine(buf, bytes);
   const OutputPieces all(buf, bytes);
   const int64_t rounds = SliceRounds(segments, element_size);
+  if (rounds == 0) return;
   const uint64_t first = Claim(rounds);
-  if (rounds > 0) CopyIn(mine, SliceRound(0, segments, element_size), first, /*own_share=*/true);
+  Round round = SliceRound(0, segments, element_size);
+  CopyIn(mine, round, first, /*own_share=*/true);
   for (int64_t k = 0; k < rounds; ++k) {
     const uint64_t number = first + k;
-    const Round round = SliceRound(k, segments, element_size);
     // Nothing to reduce, so one wait serves: `reduced` k, raised once round k is in and round
     // k-1 out, tells both that the others' shares can be read and that slot k+1 is free.
     Raise(kReduced, number);
     AwaitAll(kReduced, number);
-    if (k + 1 < rounds) CopyIn(mine, SliceRound(k + 1, segments, element_size), number + 1, /*own_share=*/true);
+    Round next;
+    if (k + 1 < rounds) {
+      next = SliceRound(k + 1, segments, element_size);
+      CopyIn(mine, next, number + 1, /*own_share=*/true);
+    }
     CopyOut(all, round, number, /*own_share=*/false, /*stream=*/false);
+    round = std::move(next);
   }
 }
 
