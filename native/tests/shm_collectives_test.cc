@@ -236,23 +236,33 @@ TEST(ShmCollectives, EpilogueRunsOnce) {
   }
 }
 
-// Outputs from ShmCollectives::kStreamOutputBytes up are written past the cache, here into an
-// output that starts off the stores' alignment and ends inside their width.
+// Outputs from ShmCollectives::kStreamOutputBytes up are written past the cache: one output
+// that starts off the stores' alignment and ends inside their width, and a fused batch's outputs,
+// pieces from one element (shorter than a store) to many stores long, each off the alignment.
 TEST(ShmCollectives, LargeOutputsStreamPastTheCache) {
   const int64_t count = ShmCollectives::kStreamOutputBytes / 4 + 13;
-  for (int n : {1, 2, 3}) {
-    std::vector<std::vector<float>> results(n);
-    OnSharedRanks(n, 1 << 20, [&](ShmCollectives& allreduce, int r) {
-      std::vector<float> in(count), out(count + 1, -1.0f);
-      for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>((r + 1) * Factor(i));
-      allreduce.Allreduce(Pieces(in.data(), count * 4), out.data() + 1, count, DataType::FLOAT32, ReduceOp::SUM,
-                          [](void*, int64_t) {});
-      CHECK(out[0] == -1.0f, << "rank " << r << " wrote before its output");
-      results[r].assign(out.begin() + 1, out.end());
-    });
-    for (int r = 0; r < n; ++r) {
-      for (int64_t i = 0; i < count; ++i) {
-        CHECK(results[r][i] == static_cast<float>(Expected(ReduceOp::SUM, n, i)), << "n=" << n << " rank " << r << " i=" << i);
+  for (bool fused : {false, true}) {
+    for (int n : {1, 2, 3}) {
+      std::vector<std::vector<float>> results(n);
+      OnSharedRanks(n, 1 << 20, [&](ShmCollectives& allreduce, int r) {
+        std::vector<float> in(count), out(count + 1, -1.0f);
+        for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>((r + 1) * Factor(i));
+        OutputPieces outputs;
+        const int64_t sizes[] = {1, 17, 1000, 40000};
+        for (int64_t at = 0, k = 0; at < count; at += sizes[k++ % 4]) {
+          outputs.Add(out.data() + 1 + at, std::min(fused ? sizes[k % 4] : count, count - at) * 4);
+          if (!fused) break;
+        }
+        allreduce.Allreduce(Pieces(in.data(), count * 4), outputs, count, DataType::FLOAT32, ReduceOp::SUM,
+                            [](void*, int64_t) {});
+        CHECK(out[0] == -1.0f, << "rank " << r << " wrote before its output");
+        results[r].assign(out.begin() + 1, out.end());
+      });
+      for (int r = 0; r < n; ++r) {
+        for (int64_t i = 0; i < count; ++i) {
+          CHECK(results[r][i] == static_cast<float>(Expected(ReduceOp::SUM, n, i)),
+                << "n=" << n << (fused ? " fused" : "") << " rank " << r << " i=" << i);
+        }
       }
     }
   }
