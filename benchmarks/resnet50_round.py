@@ -2,12 +2,13 @@
 (Sum, in backprop order: last layer first), against one MPI_Allreduce of all 25,583,592 floats
 and against 214 separate MPI_Allreduce calls, in the same run. Both MPI baselines run out of
 place and in place; the faster counts. The bound is every rank copying its gradients once at the
-same time (common.copy_bound). Run under mpirun."""
+same time, the faster of a plain copy and one that bypasses the cache (common.copy_bound).
+Run under mpirun."""
 import numpy as np
 from mpi4py import MPI
 
 import mpirep
-from common import copy_bound, exact_floats, median_times, parse_args, print_table, start, write_json
+from common import bound_seconds, copy_bound, exact_floats, median_times, parse_args, print_table, start, write_json
 from resnet50_shapes import SHAPES, TOTAL, split
 
 
@@ -47,19 +48,20 @@ def main():
         "mpi_fused_in_place": lambda: comm.Allreduce(MPI.IN_PLACE, work, op=MPI.SUM),
         "mpi_per_tensor": mpi_per_tensor,
         "mpi_per_tensor_in_place": mpi_per_tensor_in_place,
-        "copy": copy_bound(flat),
+        **copy_bound(flat),
     }, args.repeats)
     t["mpi_fused"] = min(t["mpi_fused"], t.pop("mpi_fused_in_place"))
     t["mpi_per_tensor"] = min(t["mpi_per_tensor"], t.pop("mpi_per_tensor_in_place"))
     best = min(t["mpi_fused"], t["mpi_per_tensor"])
+    bound = bound_seconds(t)
     rows = [[name, f"{s * 1e3:.2f}", f"{t['mpirep'] / s:.2f}"] for name, s in t.items()]
     print_table(comm, f"ResNet-50 gradient round, {len(SHAPES)} tensors, {TOTAL * 4 / 2**20:.1f} MiB, "
                 f"np={comm.size}, median of {args.repeats}, config={config or 'default'}; "
-                f"mpirep / best MPI baseline = {t['mpirep'] / best:.2f}, mpirep / copy = {t['mpirep'] / t['copy']:.2f}",
+                f"mpirep / best MPI baseline = {t['mpirep'] / best:.2f}, mpirep / copy bound = {t['mpirep'] / bound:.2f}",
                 ["method", "round ms", "mpirep / this"], rows)
     write_json(comm, args.json, {"np": comm.size, "config": config, "repeats": args.repeats,
                                  "seconds": t, "ratio_to_best_mpi": t["mpirep"] / best,
-                                 "ratio_to_copy": t["mpirep"] / t["copy"]})
+                                 "ratio_to_bound": t["mpirep"] / bound})
     mpirep.shutdown()
 
 

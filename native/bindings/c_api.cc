@@ -9,6 +9,7 @@
 
 #include "core/buffer_pool.h"
 #include "core/settings.h"
+#include "core/stream_copy.h"
 #include "runtime/session.h"
 
 namespace mpirep {
@@ -196,7 +197,7 @@ const mpirep_api kApi = {MPIREP_API_VERSION, Start,           Shutdown,        I
                          GetTopology,        ProcessSetRanks, Enqueue,         GetOutputBuffer,
                          PutOutputBuffer,    GetNegotiationStats, TimeNegotiation, StartTimeline,
                          StopTimeline,       CurrentSetting,  AutotuneFinished, EnqueueAndWait,
-                         DumpFlightRecord,   PeerLossReport};
+                         DumpFlightRecord,   PeerLossReport,  StreamCopy};
 
 }  // namespace
 }  // namespace mpirep

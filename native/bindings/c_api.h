@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MPIREP_API_VERSION 10
+#define MPIREP_API_VERSION 11
 
 /* Codes are those of mpirep::Collective, DataType, ReduceOp and StatusCode (common.h); Python
  * reads them from mpirep._core. */
@@ -141,6 +141,9 @@ typedef struct mpirep_api {
    * their ranks as "1,3" into out[0 .. size), and returns 1; 0 until then, or when not started;
    * -2 when `size` is too small. */
   int (*peer_loss_report)(char* out, size_t size);
+  /* Any thread, started or not: copies `bytes` from `src` to `dst` with stores that bypass the
+   * cache, as the core writes large outputs (core/stream_copy.h); for the benchmarks' bound. */
+  void (*stream_copy)(void* dst, const void* src, size_t bytes);
 } mpirep_api;
 
 const mpirep_api* mpirep_get_api(void);

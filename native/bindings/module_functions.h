@@ -10,6 +10,7 @@ namespace mpirep {
 extern PyMethodDef kSessionFunctions[];     // init, shutdown, topology, ... (session_functions.cc)
 extern PyMethodDef kSubmitFunctions[];      // submit, submit_allreduce (submit_functions.cc)
 extern PyMethodDef kInspectionFunctions[];  // timeline, negotiation_stats, ... (inspection_functions.cc)
+extern PyMethodDef kMemoryFunctions[];      // stream_copy (memory_functions.cc)
 
 // The core's vocabulary as dicts, DTYPES, REDUCE_OPS, COLLECTIVES, STATUS and
 // CANONICAL_ERROR_CODES, and API_VERSION (vocabulary.cc); false with Python's error set.

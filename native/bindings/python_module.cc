@@ -22,7 +22,7 @@ PyModuleDef core_module = {
 PyObject* MakeModule() {
   PyRef module = PyRef::Steal(PyModule_Create(&core_module));
   if (!module || !numpy::Load() || !AddVocabulary(module.get()) || !AddHandleType(module.get())) return nullptr;
-  for (PyMethodDef* functions : {kSessionFunctions, kSubmitFunctions, kInspectionFunctions}) {
+  for (PyMethodDef* functions : {kSessionFunctions, kSubmitFunctions, kInspectionFunctions, kMemoryFunctions}) {
     if (PyModule_AddFunctions(module.get(), functions) < 0) return nullptr;
   }
   return module.release();
