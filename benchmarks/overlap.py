@@ -97,6 +97,20 @@ def idle_wait(comm):
         time.sleep(0.001)
 
 
+def seconds_per_step(comm, step, steps):
+    """The slowest rank's seconds per call over `steps` calls of step(). One untimed call
+    comes first, between two meetings of the ranks, so that neither what the measure before
+    left running (another runtime's threads, its last transfers) nor this one's first call
+    after a pause is counted."""
+    idle_wait(comm)
+    step()
+    idle_wait(comm)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return comm.allreduce(time.perf_counter() - start, op=MPI.MAX) / steps
+
+
 def spread(values, digits):
     return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
 
@@ -140,24 +154,15 @@ def main():
         step, batches = model.make_train_function(), iter(data)
         return lambda: step(batches)
 
-    def repeat(fn):
-        def run(steps):
-            for _ in range(steps):
-                fn()
-        return run
-
-    methods = {"alone": repeat(train_steps(plain)), "comm": repeat(reduce_gradients),
-               "dist": repeat(train_steps(dist)), "forward": repeat(forward)}
+    methods = {"alone": train_steps(plain), "comm": reduce_gradients, "dist": train_steps(dist),
+               "forward": forward}
     for run in methods.values():  # trace and warm up
-        run(2)
+        for _ in range(2):
+            run()
     per_step = {name: [] for name in methods}
     for _ in range(args.rounds):
         for name, run in methods.items():
-            idle_wait(comm)
-            start = time.perf_counter()
-            run(args.steps)
-            seconds = comm.allreduce(time.perf_counter() - start, op=MPI.MAX)
-            per_step[name].append(seconds / args.steps)
+            per_step[name].append(seconds_per_step(comm, run, args.steps))
     if hvd.rank() != 0:
         return
     ratios = [(a + c - d) / min(a, c)

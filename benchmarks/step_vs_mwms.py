@@ -5,7 +5,9 @@
     dev/cluster/mpirun-hosts -k 1 .venv/bin/python benchmarks/step_vs_mwms.py --model cnn
 
 Every measure is a block of --steps steps of a custom training loop in a tf.function (plain SGD),
-taking turns with the others in --rounds rounds so that load hits them alike:
+taking turns with the others in --rounds rounds so that load hits them alike; each block starts
+with one untimed step, so that it does not pay for the measure before it (overlap.py,
+seconds_per_step):
 
     alone       the step with no communication
     forward     the forward pass and loss alone: what no gradient traffic can hide behind
@@ -37,14 +39,13 @@ import statistics
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import tensorflow as tf
 from mpi4py import MPI
 
 import mpirep.tensorflow.keras as hvd
-from overlap import MODELS, batch_of, forward_and_gradients, idle_wait, parse_arguments, spread
+from overlap import MODELS, batch_of, forward_and_gradients, parse_arguments, seconds_per_step, spread
 
 PORT = 23456
 FOUR_MIB = 4 << 20
@@ -185,11 +186,7 @@ def main():
     per_step = {name: [] for name in methods}
     for _ in range(args.rounds):
         for name, run in methods.items():
-            idle_wait(comm)
-            start = time.perf_counter()
-            for _ in range(args.steps):
-                run()
-            per_step[name].append(comm.allreduce(time.perf_counter() - start, op=MPI.MAX) / args.steps)
+            per_step[name].append(seconds_per_step(comm, run, args.steps))
 
     trained = {"mwms": mwms_model, "mpirep_opt": models["mpirep_opt"], "mpirep_tape": models["mpirep_tape"]}
     digests = {name: comm.allgather(weights_digest(model))
