@@ -40,12 +40,13 @@ def main():
             **copy_bound(buf),
         }, repeats_for(nbytes))
         t["mpi"] = min(t["mpi"], t.pop("mpi_in_place"))
+        bound = bound_seconds(t)
         rows.append({"bytes": nbytes, "repeats": repeats_for(nbytes),
                      "mpirep_s": t["mpirep"], "mpi_s": t["mpi"],
                      "mpirep_busbw": busbw(nbytes, t["mpirep"], n),
                      "mpi_busbw": busbw(nbytes, t["mpi"], n), "ratio": t["mpirep"] / t["mpi"],
-                     "copy_s": t["copy"], "stream_copy_s": t["stream_copy"], "bound_s": bound_seconds(t),
-                     "to_bound": t["mpirep"] / bound_seconds(t)})
+                     "copy_s": t["copy"], "stream_copy_s": t["stream_copy"], "bound_s": bound,
+                     "to_bound": t["mpirep"] / bound})
     print_table(comm, f"allreduce float32 Sum, np={n}, config={config or 'default'} "
                 "(ratio = mpirep time / MPI_Allreduce time; < 1 is faster; "
                 "to bound = mpirep time / every rank's one copy of the buffer, the faster way)",

@@ -58,10 +58,10 @@ def check_values(rank, size, counts):
             if np.dtype(dtype).kind == "f" or np.iinfo(dtype).max >= 2 * 7 * triangle:
                 reduced(x, divide(k * triangle * 2, 4), "scaled/" + what, op=mpirep.Sum, prescale_factor=2.0,
                         postscale_factor=0.25)
-    counts = (1, 5, 13, 31, 600, 2000)
-    group = mpirep.grouped_allreduce([((rank + 1) * factor(c)).astype(np.float32) for c in counts],
+    group_counts = (1, 5, 13, 31, 600, 2000)
+    group = mpirep.grouped_allreduce([((rank + 1) * factor(c)).astype(np.float32) for c in group_counts],
                                      op=mpirep.Sum, name="group")
-    for c, y in zip(counts, group):
+    for c, y in zip(group_counts, group):
         assert np.array_equal(y, (factor(c) * triangle).astype(np.float32)), f"rank {rank}: group member {c}"
         digests.append(hashlib.sha256(y.tobytes()).hexdigest())
     if size >= 3:
