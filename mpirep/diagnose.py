@@ -6,7 +6,8 @@ long, and which ranks never reached them.
 
 DIR holds ``rank<N>.json``, one per rank that could write it (setting ``flight_recorder_dir``;
 docs/reliability.md). A rank that wrote none was frozen, killed, or on a host that could not
-be reached when the job ended. Standard library only: the launcher runs it too.
+be reached when the job ended. Records of earlier jobs in DIR, and files that are not whole
+flight records, are listed and left out. Standard library only: the launcher runs it too.
 """
 import collections
 import glob
@@ -15,14 +16,79 @@ import os
 import sys
 
 
+FORMAT = "mpirep flight record"
+
+
+class Records:
+    """The flight records in a directory that belong to its latest job.
+
+    A directory the records default to (the working directory) collects records of several
+    jobs over time, of other sizes too, and files cut short when a host went down. Each record
+    names its job, so those of the latest job (the one whose newest record is newest) are
+    diagnosed together, and every other file is listed as ignored, with why.
+    """
+
+    def __init__(self, directory):
+        self.by_rank = {}
+        self.job = None
+        self.ignored = []  # (file name, why)
+        jobs = collections.defaultdict(dict)  # job -> rank -> (file name, record)
+        for path in sorted(glob.glob(os.path.join(directory, "rank*.json"))):
+            name = os.path.basename(path)
+            record, why = _read(path)
+            if record is None:
+                self.ignored.append((name, why))
+            else:
+                jobs[_job_of(record)][record["rank"]] = (name, record)
+        if not jobs:
+            return
+        latest = max(jobs, key=lambda job: max(r["time"] for _, r in jobs[job].values()))
+        self.job = latest[0]
+        self.by_rank = {rank: record for rank, (_, record) in jobs[latest].items()}
+        newest = max(r["time"] for r in self.by_rank.values())
+        for (job, size), ranks in jobs.items():
+            if (job, size) != latest:
+                for name, record in ranks.values():
+                    self.ignored.append((name, f"another job ({job}, {size} ranks, written "
+                                               f"{newest - record['time']:.0f} s earlier)"))
+        self.ignored.sort()
+
+    def header(self):
+        """Which job is diagnosed and what was ignored; empty where nothing was."""
+        if not self.ignored:
+            return []
+        return ([f"Diagnosing job {self.job}; ignored:"] if self.job else ["Ignored:"]) + \
+            [f"  {name}: {why}" for name, why in self.ignored]
+
+
+def _job_of(record):
+    """(job id, size): records written before jobs were named carry no id, and their size
+    still tells some jobs apart."""
+    return record.get("job") or "unnamed", record["size"]
+
+
+def _read(path):
+    """(record, "") or (None, why it is not a usable flight record)."""
+    try:
+        with open(path, "rb") as f:
+            record = json.loads(f.read().decode("utf-8"))
+    except OSError as error:
+        return None, f"unreadable ({error.strerror})"
+    except ValueError as error:
+        return None, f"not complete JSON ({error})"
+    if not isinstance(record, dict) or not str(record.get("format", "")).startswith(FORMAT):
+        return None, "not an mpirep flight record"
+    rank, size, hosts = record.get("rank"), record.get("size"), record.get("hosts")
+    if not (isinstance(rank, int) and isinstance(size, int) and 0 <= rank < size
+            and isinstance(hosts, list) and len(hosts) == size
+            and isinstance(record.get("time"), (int, float))):
+        return None, "a flight record with a missing or inconsistent rank, size, hosts or time"
+    return record, ""
+
+
 def load(directory):
-    """{rank: record} of the flight records in ``directory``."""
-    records = {}
-    for path in glob.glob(os.path.join(directory, "rank*.json")):
-        with open(path) as f:
-            record = json.load(f)
-        records[record["rank"]] = record
-    return records
+    """{rank: record} of the latest job's flight records in ``directory``."""
+    return Records(directory).by_rank
 
 
 def _ranks(ranks):
@@ -195,11 +261,13 @@ def main(argv=None):
         print(__doc__.strip())
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     directory = argv[0]
-    records = load(directory)
-    if not records:
+    records = Records(directory)
+    if records.header():
+        print("\n".join(records.header()))
+    if not records.by_rank:
         print(f"no flight records (rank<N>.json) in {directory}", file=sys.stderr)
         return 1
-    print("\n".join(Diagnosis(records).lines()))
+    print("\n".join(Diagnosis(records.by_rank).lines()))
     return 0
 
 

@@ -85,7 +85,9 @@ std::string FlightDumpJson(const FlightDump& dump, FlightDump::Clock::time_point
   };
   std::ostringstream out;
   out.precision(17);
-  out << "{\"format\":\"mpirep flight record 1\",\"rank\":" << dump.rank << ",\"size\":" << dump.size
+  out << "{\"format\":\"mpirep flight record 2\",\"job\":";
+  Quote(out, dump.job);
+  out << ",\"rank\":" << dump.rank << ",\"size\":" << dump.size
       << ",\"pid\":" << dump.pid << ",\"time\":" << wall_now << ",\"reason\":";
   Quote(out, dump.reason);
   out << ",\"hosts\":[";

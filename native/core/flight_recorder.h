@@ -72,6 +72,7 @@ struct FlightDump {
     double seconds;
   };
 
+  std::string job;  // the same on every rank of a job, and differs between jobs
   int rank = 0, size = 1;
   std::vector<std::string> hosts;  // by rank
   int64_t pid = 0;

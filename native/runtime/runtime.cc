@@ -179,6 +179,8 @@ void Runtime::Setup(MPI_Comm comm) {
   MPI_Comm_free(&local);
   MPI_Comm_free(&cross);
   hosts_ = GatherHostNames(control_, topology_.size);
+  job_id_ = BroadcastFromCoordinator(control_, hosts_[kCoordinator] + "-" + std::to_string(getpid()) + "-" +
+                                                   std::to_string(static_cast<int64_t>(WallSeconds() * 1000)));
   sets_ = std::make_unique<ProcessSets>(topology_.size);
   MPI_Comm everyone;
   MPI_Comm_dup(data_, &everyone);
@@ -845,6 +847,7 @@ void Runtime::EndForPeerLoss(const PeerLoss& loss) {
 std::string Runtime::WriteFlightRecord(const std::string& reason, const PeerLoss* loss) {
   const Clock::time_point now = Clock::now();
   FlightDump dump;
+  dump.job = job_id_;
   dump.rank = topology_.rank;
   dump.size = topology_.size;
   dump.hosts = hosts_;

@@ -201,6 +201,7 @@ class Runtime {
   const std::function<void()> while_waiting_{[this] { WatchPeers(); }};
   bool peer_loss_reported_ = false;
   std::vector<std::string> hosts_;  // by rank: MPI's processor names
+  std::string job_id_;              // rank 0's host, pid and start time: names this job's records
   FlightRecorder recorder_;
   Clock::time_point last_problem_dump_;  // dumps on stalls and mismatches, at most one a second
   // Membership is thread-safe; the channels are the rounds' own.

@@ -46,6 +46,7 @@ TEST(FlightRecorder, CutsLongNamesAndEscapesThemInJson) {
   const auto entries = recorder.Entries();
   CHECK(entries[0]->name_cut && std::string(entries[0]->name).size() == FlightRecorder::kNameBytes - 1);
   FlightDump dump;
+  dump.job = "h1-42-1000";
   dump.rank = 1;
   dump.size = 2;
   dump.hosts = {"h1", "h2"};
@@ -54,6 +55,7 @@ TEST(FlightRecorder, CutsLongNamesAndEscapesThemInJson) {
   dump.recent = entries;
   const std::string json = FlightDumpJson(dump, t, 1000.0);
   CHECK(Contains(json, "\"name\":\"a\\\"b\\\\c\\u000ad\""), << json);
+  CHECK(Contains(json, "\"job\":\"h1-42-1000\",\"rank\":1,\"size\":2"), << json);
   CHECK(Contains(json, "\"reason\":\"why \\\"quoted\\\"\""), << json);
   CHECK(Contains(json, "\"status\":\"mismatch\"") && Contains(json, "\"fused\":3"), << json);
   CHECK(Contains(json, "\"silent\":[{\"rank\":0,\"seconds\":2.5}]") && Contains(json, "\"hosts\":[\"h1\",\"h2\"]"), << json);

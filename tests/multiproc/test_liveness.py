@@ -1,6 +1,7 @@
 """Peer liveness (docs/reliability.md): a frozen rank ends the job within the peer timeout, named
 by the others, and the flight records they write name it too; a rank that is only busy (a long
 pause in Python) does not. Flight records are also written on a mismatch and on request."""
+import json
 import re
 import subprocess
 import sys
@@ -55,3 +56,25 @@ def test_flight_records_on_a_mismatch_and_on_request(ranks, tmp_path):
     assert job.returncode == 0, job.output[-4000:]
     assert job.output.count("records right") == ranks
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"rank{r}.json" for r in range(ranks)]
+
+
+def test_the_diagnosis_takes_the_latest_job_in_a_shared_directory(tmp_path):
+    """A 3-rank job, then a 2-rank one, write their records into one directory, as jobs run
+    from one working directory do: the diagnosis reads the 2-rank job's, whose ranks name one
+    job, and lists the 3-rank job's rank2.json as left out."""
+    jobs = {}
+    for ranks in (3, 2):
+        job = mpirun(ranks, ["tests/multiproc/jobs/flight_record_job.py"], 120,
+                     env={"MPIREP_FLIGHT_RECORDER_DIR": str(tmp_path)})
+        assert job.returncode == 0, job.output[-4000:]
+        jobs[ranks] = {json.loads((tmp_path / f"rank{r}.json").read_text())["job"]
+                       for r in range(ranks)}
+    assert len(jobs[3]) == len(jobs[2]) == 1 and jobs[3] != jobs[2]
+    diagnosis = subprocess.run([sys.executable, "-m", "mpirep.diagnose", str(tmp_path)], cwd=REPO,
+                               capture_output=True, text=True, timeout=60)
+    assert diagnosis.returncode == 0, diagnosis.stderr
+    lines = diagnosis.stdout.splitlines()
+    assert lines[0] == f"Diagnosing job {jobs[2].pop()}; ignored:"
+    assert re.fullmatch(rf"  rank2\.json: another job \({jobs[3].pop()}, 3 ranks, written \d+ s earlier\)",
+                        lines[1])
+    assert lines[2] == "Flight records of ranks 0, 1 of 2."
