@@ -3,13 +3,18 @@
 standalone ``keras`` would still get Keras 3 from it, so that import goes to tf_keras too."""
 import ast
 
-from mpirep.port.edits import Edit
+from mpirep.port.edits import Edit, Flag, dotted_name
+from mpirep.port.keras3 import is_optimizer_constructor
 
 
 def rewrite(tree, source):
-    edits = []
+    edits, flags = [], []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and _ignores_lr(node):
+            flags.append(Flag(node.lineno, "tf_keras's optimizers outside .legacy ignore lr= "
+                              "(with a warning) and train at their default learning rate",
+                              "write learning_rate= (Keras 2 and 3 both take it)"))
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "keras" or alias.name.startswith("keras."):
                     edits.append(_import_keras(source, node, alias))
@@ -18,7 +23,12 @@ def rewrite(tree, source):
             start = source.start(node) + source.segment(node).index("keras", len("from"))
             edits.append(Edit(start, start + len("keras"), "tf_keras", node.lineno,
                               f"from {node.module} import -> from tf_{node.module} import"))
-    return edits, []
+    return edits, flags
+
+
+def _ignores_lr(call):
+    return (is_optimizer_constructor(call.func) and "legacy" not in (dotted_name(call.func) or "")
+            and any(keyword.arg == "lr" for keyword in call.keywords))
 
 
 def _import_keras(source, node, alias):

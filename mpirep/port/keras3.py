@@ -59,7 +59,7 @@ def _uses_tf1_optimizers(tree):
                for name in names)
 
 
-def _is_optimizer_constructor(func):
+def is_optimizer_constructor(func):
     name = dotted_name(func) or ""
     parts = name.split(".")
     return "optimizers" in parts[:-1] or parts[-1] in OPTIMIZER_CLASSES
@@ -71,7 +71,7 @@ def _names_bound_to_optimizers(tree):
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             func_name = dotted_name(node.value.func) or ""
-            if _is_optimizer_constructor(node.value.func) or func_name.endswith("DistributedOptimizer"):
+            if is_optimizer_constructor(node.value.func) or func_name.endswith("DistributedOptimizer"):
                 names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return names
 
@@ -87,7 +87,7 @@ def _call(node, source, edits, flags, tf1_optimizers, paths_seen):
         elif method in TRAINING_METHODS and keyword.arg in WORKER_ARGUMENTS:
             edits.append(source.remove_keyword(node, keyword, f"removed {method}'s {keyword.arg} "
                          "(Keras 3 takes it on a keras.utils.PyDataset, not on fit)"))
-    if _is_optimizer_constructor(func):
+    if is_optimizer_constructor(func):
         _optimizer_arguments(node, source, edits, flags)
     if method == "variables" and not node.args and not node.keywords:
         if tf1_optimizers:
@@ -183,8 +183,20 @@ def _path_argument(call):
     return call.args[0] if call.args else None
 
 
+def _path_literal(node):
+    """The string literal that ends a path expression: the path itself,
+    ``os.path.join(dir, "name.h5")``, ``dir + "/name.h5"``, ``"name-{}.h5".format(epoch)``."""
+    if isinstance(node, ast.Call) and node.args and (dotted_name(node.func) or "").endswith("join"):
+        return _path_literal(node.args[-1])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _path_literal(node.func.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _path_literal(node.right)
+    return node
+
+
 def _checkpoint_path(call, source, edits, flags, weights_only, paths_seen):
-    path = _path_argument(call)
+    path = _path_literal(_path_argument(call))
     paths_seen.add(path)
     suffix = WEIGHTS_SUFFIX if weights_only else MODEL_SUFFIX
     if isinstance(path, ast.Constant) and isinstance(path.value, str):
