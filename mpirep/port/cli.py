@@ -81,8 +81,9 @@ def port_file(path, args, out, err):
     return ported
 
 
-def main(argv=None, out=sys.stdout, err=sys.stderr):
+def main(argv=None):
     args = build_parser().parse_args(argv)
+    out, err = sys.stdout, sys.stderr
     refused = 0
     for name in args.scripts:
         try:
