@@ -10,6 +10,7 @@ function by its name: each rank then loads the caller's main script first, under
 ``if __name__ == "__main__":`` block does not run again.
 """
 import functools
+import importlib
 import os
 import pickle
 import secrets
@@ -100,9 +101,17 @@ def _flags(ranks, hosts, hostfile, start_timeout, ssh_port, ssh_identity_file, d
 def _spans_hosts(hosts, hostfile):
     if hostfile:
         return True
-    from mpirep.launch.hosts import is_local, parse_host_list
+    hosts_module = _launcher().hosts
+    return bool(hosts) and not all(hosts_module.is_local(host)
+                                   for host in hosts_module.parse_host_list(hosts))
 
-    return bool(hosts) and not all(is_local(host) for host in parse_host_list(hosts))
+
+def _launcher():
+    """mpirep-run's package: installed as mpirep.launch; launch/ in a checkout not installed."""
+    try:
+        return importlib.import_module("mpirep.launch")
+    except ImportError:
+        return importlib.import_module("launch")
 
 
 def _payload(function):
@@ -121,14 +130,12 @@ def _payload(function):
 
 
 def _launch(argv, environment, payload, server):
-    from mpirep.launch import cli, options
-    from mpirep.launch.errors import LaunchError
-
+    launcher = _launcher()
     server.payload = payload
-    _, parsed = options.parse(argv)
+    _, parsed = launcher.options.parse(argv)
     try:
-        return cli.launch(parsed, {**os.environ, **environment})
-    except LaunchError as err:
+        return launcher.cli.launch(parsed, {**os.environ, **environment})
+    except launcher.errors.LaunchError as err:
         raise MpirepError(f"run() could not start the job: {err}") from None
 
 
