@@ -3,6 +3,8 @@ written for Keras 2, as every Horovod script was, runs unchanged. The check read
 packages' metadata only, so the launcher still imports no TensorFlow."""
 from importlib import metadata
 
+from mpirep.keras2_hint import install_command
+
 from .errors import LaunchError
 
 VARIABLE = "TF_USE_LEGACY_KERAS"
@@ -21,7 +23,7 @@ def check():
     tf_keras, tensorflow = _major_minor("tf_keras"), _major_minor("tensorflow")
     if tf_keras is None:
         raise LaunchError("--keras2 runs the ranks on tf_keras, which is not installed: "
-                          "pip install 'mpirep[tf_keras]' (docs/porting.md)")
+                          f"{install_command()} (docs/porting.md)")
     if tensorflow is not None and tf_keras != tensorflow:
         wanted = ".".join(tensorflow)
         raise LaunchError(f"--keras2: tf_keras {'.'.join(tf_keras)} is for TensorFlow "

@@ -4,6 +4,7 @@ installs (mpirep/session.py), and only where tf.keras is Keras 3."""
 import os
 import sys
 import traceback as traceback_module
+from importlib import metadata
 
 # (exception type name, text in its message) of the errors Keras 3 raises on Keras 2 calls
 KNOWN_ERRORS = (
@@ -22,6 +23,16 @@ KNOWN_ERRORS = (
     ("ImportError", "`keras.optimizers.legacy` is not supported in Keras 3"),
 )
 LEGACY_VALUES = ("1", "true", "yes")
+
+
+def install_command():
+    """The pip command that installs the tf_keras made for this Python's TensorFlow (each
+    tf_keras release requires the TensorFlow of its own major.minor), read from metadata."""
+    try:
+        major_minor = ".".join(metadata.version("tensorflow").split(".")[:2])
+    except metadata.PackageNotFoundError:
+        return "pip install 'tf_keras==<your TensorFlow major.minor>.*'"
+    return f"pip install 'tf_keras=={major_minor}.*'"
 
 
 def _keras_3_in_use():
@@ -53,6 +64,6 @@ def hint(kind, value, traceback):
         return None
     script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "SCRIPT"
     return ("mpirep: this is a Keras 2 API, and tf.keras here is Keras 3. Run the script "
-            "unchanged on tf_keras (pip install 'mpirep[tf_keras]'; mpirep-run --keras2, or "
+            f"unchanged on tf_keras ({install_command()}; mpirep-run --keras2, or "
             f"TF_USE_LEGACY_KERAS=1 for every rank), or port it: mpirep-port {script} "
             "(docs/porting.md)")

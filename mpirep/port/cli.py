@@ -5,12 +5,13 @@ import os
 import sys
 from pathlib import Path
 
+from mpirep.keras2_hint import install_command
 from mpirep.port import PortError, port_source
 
 BACKUP_SUFFIX = ".bak"
 TF_KERAS_HOWTO = """\
 To run on tf_keras, where the script's Keras 2 APIs work unchanged:
-  pip install 'mpirep[tf_keras]'   # or: pip install tf_keras==<your TensorFlow's major.minor>.*
+  {install}
   mpirep-run --keras2 -np 2 python {script}
   (under mpirun or srun, set TF_USE_LEGACY_KERAS=1 for every rank: mpirun -x TF_USE_LEGACY_KERAS=1 ...)"""
 
@@ -92,5 +93,5 @@ def main(argv=None):
             print(f"mpirep-port: error: {error}", file=err)
             refused += 1
     if args.keras2 and refused < len(args.scripts):
-        print(TF_KERAS_HOWTO.format(script=args.scripts[0]), file=err)
+        print(TF_KERAS_HOWTO.format(install=install_command(), script=args.scripts[0]), file=err)
     return 2 if refused else 0

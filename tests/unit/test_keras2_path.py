@@ -38,7 +38,7 @@ def test_keras2_sets_tf_use_legacy_keras_for_the_ranks(installed, capsys):
 
 
 @pytest.mark.parametrize("versions,message", [
-    ({"tensorflow": "2.21.0"}, "tf_keras, which is not installed: pip install 'mpirep[tf_keras]'"),
+    ({"tensorflow": "2.21.0"}, "tf_keras, which is not installed: pip install 'tf_keras==2.21.*'"),
     ({"tensorflow": "2.19.1", "tf_keras": "2.21.0"},
      "tf_keras 2.21 is for TensorFlow 2.21, but TensorFlow 2.19 is installed: "
      "pip install 'tf_keras==2.19.*'"),
@@ -71,9 +71,10 @@ def _raised(error):
     ValueError("Argument(s) not recognized: {'lr': 0.1}"),
     AttributeError("'Sequential' object has no attribute 'fit_generator'"),
 ])
-def test_known_keras_2_errors_get_the_hint_under_keras_3(keras_3, error):
+def test_known_keras_2_errors_get_the_hint_under_keras_3(installed, keras_3, error):
     hint = keras2_hint.hint(*_raised(error))
     assert hint.startswith("mpirep: this is a Keras 2 API, and tf.keras here is Keras 3")
+    assert "pip install 'tf_keras==2.21.*'" in hint  # the installed (mocked) TensorFlow's
     assert "mpirep-run --keras2" in hint and "mpirep-port" in hint
 
 
