@@ -17,7 +17,8 @@ def rewrite(tree, source):
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "keras" or alias.name.startswith("keras."):
-                    edits.append(_import_keras(source, node, alias))
+                    found = _import_keras(source, node, alias)
+                    (flags if isinstance(found, Flag) else edits).append(found)
         elif (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
               and (node.module == "keras" or node.module.startswith("keras."))):
             start = source.start(node) + source.segment(node).index("keras", len("from"))
@@ -37,5 +38,8 @@ def _import_keras(source, node, alias):
     if alias.name == "keras" and alias.asname is None:
         return Edit(start, start + len("keras"), "tf_keras as keras", node.lineno,
                     "import keras -> import tf_keras as keras")
+    if alias.asname is None:   # binds the name keras, which the script then reads
+        return Flag(node.lineno, f"import {alias.name} gives Keras 3 even under "
+                    "TF_USE_LEGACY_KERAS=1", f"import tf_keras as keras, then use {alias.name}")
     return Edit(start, start + len("keras"), "tf_keras", node.lineno,
                 f"import {alias.name} -> import tf_{alias.name}")

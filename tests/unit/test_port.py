@@ -226,6 +226,13 @@ def test_keras2_mode_ports_imports_only():
     assert [(f.line, "ignore lr=" in f.reason) for f in result.flags] == [(4, True)]
 
 
+def test_keras2_mode_flags_a_bare_import_of_a_keras_submodule():
+    result = port(HEADER + "import keras.backend\nimport keras.utils as U\n", keras2_only=True)
+    assert result.text == PORTED + "import keras.backend\nimport tf_keras.utils as U\n"
+    assert [(f.line, f.reason) for f in result.flags] == [
+        (2, "import keras.backend gives Keras 3 even under TF_USE_LEGACY_KERAS=1")]
+
+
 @pytest.mark.parametrize("text,message", [
     ("import tensorflow as tf\nprint(tf.__version__)\n", "imports no Horovod module"),
     ("import horovod.tensorflow as hvd\nif True print(1)\n", "is not Python"),
