@@ -1,6 +1,6 @@
 """Horovod scripts written for Keras 2 (tests/tf/horovod_scripts), either way: ported by
-mpirep-port and run on Keras 3, or with only their imports ported and run on tf_keras.
-One mpirun per Keras runs every script."""
+mpirep-port and run on Keras 3, or with only their imports ported and run on tf_keras (on a
+TensorFlow whose tf.keras is Keras 2, on that). One mpirun per Keras runs every script."""
 import shutil
 import subprocess
 import sys
@@ -21,8 +21,8 @@ WRITTEN = {"keras3": "final.weights.h5 model-1.keras model-2.keras model-3.keras
                      "weights-1.weights.h5 weights-2.weights.h5 weights-3.weights.h5",
            "tf_keras": "final.h5 model-1.h5 model-2.h5 model-3.h5 "
                        "weights-1.h5 weights-2.h5 weights-3.h5"}
-
-pytestmark = pytest.mark.skipif(not KERAS_3, reason="tf.keras is Keras 2 on this TensorFlow")
+WRITTEN["keras2"] = WRITTEN["tf_keras"]
+CASES = [("keras3", []), ("tf_keras", ["--keras2"])] if KERAS_3 else [("keras2", ["--keras2"])]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -41,7 +41,7 @@ def ported(tmp_path, *flags):
     return scripts
 
 
-@pytest.mark.parametrize("keras,flags", [("keras3", []), ("tf_keras", ["--keras2"])])
+@pytest.mark.parametrize("keras,flags", CASES)
 def test_training_scripts_at_two_ranks(tmp_path, keras, flags):
     scripts = ported(tmp_path, *flags)
     out = tmp_path / "out"
@@ -54,10 +54,10 @@ def test_training_scripts_at_two_ranks(tmp_path, keras, flags):
 
 
 def test_horovod_run_script_after_porting(tmp_path):
-    script = ported(tmp_path) / "horovod_run.py"
+    script = ported(tmp_path, *CASES[0][1]) / "horovod_run.py"
     assert "mpirep.run(train" in script.read_text()
     done = subprocess.run(["timeout", "-k", "10", str(TIMEOUT_S), sys.executable, str(script)],
-                          cwd=tmp_path, env=job_env(keras_env("keras3")), text=True,
+                          cwd=tmp_path, env=job_env(keras_env(CASES[0][0])), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=TIMEOUT_S + 30)
     assert done.returncode == 0, done.stdout[-6000:]
