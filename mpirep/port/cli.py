@@ -50,11 +50,12 @@ def _read(path):
 
 
 def report(path, ported):
-    lines = [f"{path}: {len(ported.changes)} change(s), {len(ported.flags)} to check by hand"]
-    entries = [(c.line, 0, f"  line {c.line}: {c.what}") for c in ported.changes]
+    entries = list({(c.line, 0, f"  line {c.line}: {c.what}") for c in ported.changes})
     entries += [(f.line, 1, f"  line {f.line}: CHECK: {f.reason}\n"
                             f"  {' ' * len(str(f.line))}       fix: {f.fix}") for f in ported.flags]
-    return "\n".join(lines + [text for _, _, text in sorted(entries)])
+    changes = sum(1 for _, kind, _ in entries if kind == 0)
+    heading = f"{path}: {changes} change(s), {len(ported.flags)} to check by hand"
+    return "\n".join([heading] + [text for _, _, text in sorted(entries)])
 
 
 def _write(path, text, original):

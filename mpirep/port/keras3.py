@@ -102,6 +102,18 @@ def _call(node, source, edits, flags, tf1_optimizers, paths_seen):
                                        f"{method} -> {GENERATOR_METHODS[method]} (Keras 3 "
                                        "has only the latter; it takes generators too)"))
     name = dotted_name(func) or ""
+    if _is_backend_function(name, "set_value") and len(node.args) == 2 and not node.keywords:
+        # "f(x, v)" -> "x.assign(v)" in two edits around x and v, which keep their own
+        variable, value = node.args
+        bare = isinstance(variable, (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
+        what = f"{name}(x, v) -> x.assign(v) (Keras 3's set_value fails on its own variables)"
+        edits.append(Edit(source.start(node), source.start(variable), "" if bare else "(",
+                          node.lineno, what))
+        edits.append(Edit(source.end(variable), source.start(value),
+                          ".assign(" if bare else ").assign(", node.lineno, what))
+    elif _is_backend_function(name, "get_value"):
+        flags.append(Flag(node.lineno, f"{name}() returns a Keras 3 variable itself, not its "
+                          "value", "x.numpy() for a variable or tensor, or float(x)"))
     if name.endswith("ModelCheckpoint"):
         _checkpoint_path(node, source, edits, flags, _saves_weights_only(node), paths_seen)
     elif method == "save_weights":
@@ -113,6 +125,12 @@ def _call(node, source, edits, flags, tf1_optimizers, paths_seen):
     elif name.split(".")[-1] == "get_session" and "backend" in name:
         flags.append(Flag(node.lineno, "backend.get_session() is TF1 Keras; Keras 3 has no session",
                           "run eagerly or in tf.function; drop the session"))
+
+
+def _is_backend_function(name, function):
+    """``tf.keras.backend.f``, ``keras.backend.f``, ``K.f`` (Keras's backend by its usual alias)."""
+    parts = name.split(".")
+    return len(parts) >= 2 and parts[-1] == function and parts[-2] in ("backend", "K")
 
 
 def _optimizer_arguments(node, source, edits, flags):

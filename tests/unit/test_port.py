@@ -117,12 +117,16 @@ def test_the_optimizers_lr_attribute():
     assert ported(HEADER + """\
         opt = hvd.DistributedOptimizer(tf.optimizers.Adam(0.1))
         print(opt.lr, model.optimizer.lr, args.lr)
-        tf.keras.backend.set_value(state.model.optimizer.lr, 0.5)
+        tf.keras.backend.set_value(state.model.optimizer.lr,  0.001 * hvd.size())
+        K.set_value(opt.lr, scale(epoch))
         """) == PORTED + """\
 opt = hvd.DistributedOptimizer(tf.optimizers.Adam(0.1))
 print(opt.learning_rate, model.optimizer.learning_rate, args.lr)
-tf.keras.backend.set_value(state.model.optimizer.learning_rate, 0.5)
+state.model.optimizer.learning_rate.assign(0.001 * hvd.size())
+opt.learning_rate.assign(scale(epoch))
 """
+    assert flags(HEADER + "lr = K.get_value(model.optimizer.lr)\n") == [
+        (2, "K.get_value() returns a Keras 3 variable itself, not its value")]
 
 
 def test_legacy_optimizers():

@@ -33,7 +33,7 @@ for step in range(STEPS):
     training_step(step == 0)
 
 kernel, bias = (w.numpy() for w in model.weights)
-want_kernel, want_bias = sgd_reference(hvd.size(), STEPS, LR)
+want_kernel, want_bias = sgd_reference(hvd.size(), [LR] * STEPS)
 np.testing.assert_allclose(kernel, want_kernel, rtol=1e-5, atol=1e-6)
 np.testing.assert_allclose(bias, want_bias, rtol=1e-5, atol=1e-6)
 assert abs(float(opt.lr) - LR) < 1e-7

@@ -35,16 +35,17 @@ def batches():
         yield x, y
 
 
-# one more step, through Keras 2's generator method
+# one more step at half the rate, through Keras 2's generator method
+tf.keras.backend.set_value(model.optimizer.lr, LR / 2)
 model.fit_generator(batches(), steps_per_epoch=1, epochs=1, verbose=0, workers=1)
 
 kernel, bias = (w.numpy() for w in model.weights)
-want_kernel, want_bias = sgd_reference(hvd.size(), EPOCHS + 1, LR)
+want_kernel, want_bias = sgd_reference(hvd.size(), [LR] * EPOCHS + [LR / 2])
 np.testing.assert_allclose(kernel, want_kernel, rtol=1e-5, atol=1e-6)
 np.testing.assert_allclose(bias, want_bias, rtol=1e-5, atol=1e-6)
 every_rank = hvd.allgather(np.concatenate([kernel.ravel(), bias])[None, :]).numpy()
 assert (every_rank == every_rank[0]).all(), every_rank
-assert abs(float(model.optimizer.lr) - LR) < 1e-7
+assert abs(float(model.optimizer.lr) - LR / 2) < 1e-7
 if hvd.rank() == 0:
     model.save_weights(os.path.join(out, "final.h5"))
     written = sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "*")))

@@ -14,13 +14,14 @@ def rank_data(rank):
     return x.astype(np.float32), y[:, None].astype(np.float32)
 
 
-def sgd_reference(size, steps, learning_rate):
-    """Kernel and bias after ``steps`` SGD steps from zeros, on every rank's data at once."""
+def sgd_reference(size, learning_rates):
+    """Kernel and bias after SGD steps from zeros at these learning rates, on every rank's data
+    at once."""
     parts = [rank_data(r) for r in range(size)]
     x = np.concatenate([p[0] for p in parts]).astype(np.float64)
     y = np.concatenate([p[1] for p in parts]).astype(np.float64)
     kernel, bias = np.zeros((FEATURES, 1)), np.zeros(1)
-    for _ in range(steps):
+    for learning_rate in learning_rates:
         error = x @ kernel + bias - y
         kernel -= learning_rate * 2.0 * x.T @ error / len(x)
         bias -= learning_rate * 2.0 * error.mean(axis=0)
