@@ -18,6 +18,7 @@ MIXED_PRECISION = {"Policy": "Policy", "set_policy": "set_global_policy",
 # two apart by the file's ending
 WEIGHTS_SUFFIX, MODEL_SUFFIX = ".weights.h5", ".keras"
 TF1_OPTIMIZER_PREFIXES = ("tf.compat.v1.train.", "tf.train.")
+TF1_NAMES = {"tf.Session", "tf.ConfigProto", "tf.placeholder", "tf.global_variables_initializer"}
 
 
 def rewrite(tree, source):
@@ -122,9 +123,13 @@ def _call(node, source, edits, flags, tf1_optimizers, paths_seen):
         flags.append(Flag(node.lineno, "ImageDataGenerator is not in Keras 3",
                           "load images with keras.utils.image_dataset_from_directory or tf.data, "
                           "augment with keras.layers.RandomFlip/RandomRotation/..."))
-    elif name.split(".")[-1] == "get_session" and "backend" in name:
-        flags.append(Flag(node.lineno, "backend.get_session() is TF1 Keras; Keras 3 has no session",
+    elif _is_backend_function(name, "get_session") or _is_backend_function(name, "set_session"):
+        flags.append(Flag(node.lineno, f"{name}() is TF1 Keras; Keras 3 has no session",
                           "run eagerly or in tf.function; drop the session"))
+    elif name in TF1_NAMES:
+        flags.append(Flag(node.lineno, f"{name} is TensorFlow 1's, gone from TensorFlow 2",
+                          "run tf_upgrade_v2 on the script first (it writes tf.compat.v1), "
+                          "then mpirep-port"))
 
 
 def _is_backend_function(name, function):
