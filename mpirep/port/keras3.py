@@ -12,8 +12,8 @@ TRAINING_METHODS = {"fit", "evaluate", "predict", "fit_generator", "evaluate_gen
                     "predict_generator"}
 GENERATOR_METHODS = {"fit_generator": "fit", "evaluate_generator": "evaluate",
                      "predict_generator": "predict"}
-MIXED_PRECISION = {"Policy": "Policy", "set_policy": "set_global_policy",
-                   "global_policy": "global_policy"}
+# mixed_precision.experimental's names that changed when the API left experimental
+MIXED_PRECISION = {"set_policy": "set_global_policy"}
 # Keras 2 file formats: ModelCheckpoint writes what save_weights_only asks for; Keras 3 tells the
 # two apart by the file's ending
 WEIGHTS_SUFFIX, MODEL_SUFFIX = ".weights.h5", ".keras"
@@ -30,9 +30,9 @@ def rewrite(tree, source):
         if isinstance(node, ast.Call):
             _call(node, source, edits, flags, tf1_optimizers, paths_seen)
         elif isinstance(node, ast.Attribute):
-            _attribute(node, source, edits, flags, optimizer_names)
+            _attribute(node, source, edits, optimizer_names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            _import_from(node, source, edits, flags)
+            _import_from(node, source, edits)
         elif isinstance(node, ast.FunctionDef) and node.name in ("get_updates", "_resource_apply_dense",
                                                                  "_resource_apply_sparse", "_create_slots"):
             flags.append(Flag(node.lineno, f"defines {node.name}, a method of Keras 2's optimizer "
@@ -54,16 +54,17 @@ def _unique(flags):
 
 
 def _uses_tf1_optimizers(tree):
-    """TF1's optimizers have a variables() method; Keras 2's and 3's a property."""
+    """TF1's optimizers have a variables() method, as Keras 2's do; Keras 3's is a property."""
     names = (dotted_name(node) or "" for node in ast.walk(tree) if isinstance(node, ast.Attribute))
     return any(name.startswith(TF1_OPTIMIZER_PREFIXES) and name.endswith("Optimizer")
                for name in names)
 
 
 def is_optimizer_constructor(func):
-    name = dotted_name(func) or ""
-    parts = name.split(".")
-    return "optimizers" in parts[:-1] or parts[-1] in OPTIMIZER_CLASSES
+    """``tf.keras.optimizers.X``, ``tf.optimizers.X``, ``optimizers.legacy.X``, ``Adam``; not
+    ``optimizers.schedules.X``."""
+    parts = (dotted_name(func) or "").split(".")
+    return parts[-2:-1] in (["optimizers"], ["legacy"]) or parts[-1] in OPTIMIZER_CLASSES
 
 
 def _names_bound_to_optimizers(tree):
@@ -149,7 +150,7 @@ def _optimizer_arguments(node, source, edits, flags):
                               "initial_lr, decay_steps=1, decay_rate=decay)"))
 
 
-def _attribute(node, source, edits, flags, optimizer_names):
+def _attribute(node, source, edits, optimizer_names):
     chain = dotted_name(node) or ""
     parts = chain.split(".")
     if node.attr == "legacy" and len(parts) >= 2 and parts[-2] == "optimizers":
@@ -162,7 +163,7 @@ def _attribute(node, source, edits, flags, optimizer_names):
                           "mixed_precision.experimental -> mixed_precision"))
     elif (isinstance(node.value, ast.Attribute) and node.value.attr == "experimental"
           and (dotted_name(node.value) or "").endswith("mixed_precision.experimental")
-          and node.attr in MIXED_PRECISION and MIXED_PRECISION[node.attr] != node.attr):
+          and node.attr in MIXED_PRECISION):
         edits.append(_rename_attribute(source, node, MIXED_PRECISION[node.attr],
                                        f"mixed_precision.experimental.{node.attr} -> "
                                        f"mixed_precision.{MIXED_PRECISION[node.attr]}"))
@@ -183,7 +184,7 @@ def _rename_attribute(source, node, new, what):
     return Edit(end - len(node.attr), end, new, node.end_lineno, what)
 
 
-def _import_from(node, source, edits, flags):
+def _import_from(node, source, edits):
     parts = node.module.split(".")
     if parts[-2:] == ["optimizers", "legacy"]:
         start = source.start(node) + source.segment(node).index(node.module) + len(node.module)
