@@ -87,8 +87,8 @@ def _flags(ranks, hosts, hostfile, start_timeout, ssh_port, ssh_identity_file, d
              "--ssh-port": ssh_port, "--ssh-identity-file": ssh_identity_file,
              "--output-filename": output_filename, "--mpi-args": mpi_args}
     for flag, value in named.items():
-        if value is not None:
-            flags += [flag, str(value)]
+        if value is not None:   # "--flag=value": a value may start with a dash (mpi_args)
+            flags += [f"{flag}={value}"] if flag.startswith("--") else [flag, str(value)]
     for interface in interfaces:
         flags += ["--network-interface", interface]
     if disable_cache:

@@ -114,3 +114,16 @@ def test_run_says_why_a_function_cannot_travel(monkeypatch):
     monkeypatch.setattr(function_job, "pickler", lambda: function_job.pickle)
     with pytest.raises(mpirep.MpirepError, match="install cloudpickle for lambdas and closures"):
         mpirep.run(lambda: 1, np=2)
+
+
+def test_run_passes_horovod_run_arguments_as_mpirep_run_flags():
+    from mpirep.function_job import _flags
+    from mpirep.launch import options
+
+    flags = _flags(3, "a:2,b:1", None, 5, 2222, "/k", True, "/out", True, "--mca btl self,tcp",
+                   ["eth0", "eth1"])
+    _, parsed = options.parse(flags + ["--", "python", "-m", "mpirep.function_rank"])
+    assert (parsed.num_proc, parsed.hosts, parsed.start_timeout, parsed.ssh_port) == (3, "a:2,b:1", 5.0, 2222)
+    assert (parsed.ssh_identity_file, parsed.output_filename, parsed.mpi_args) == ("/k", "/out", "--mca btl self,tcp")
+    assert parsed.network_interfaces == ["eth0", "eth1"] and parsed.disable_cache and parsed.verbose
+    assert parsed.command == ["python", "-m", "mpirep.function_rank"]
