@@ -36,3 +36,20 @@ def environment(args):
         return {}
     check()
     return {VARIABLE: "1"}
+
+
+def describe(tensorflow, keras, tf_keras):
+    """(ok, detail) for --check-build, from the versions the probed Python has ("" if not
+    installed): where Keras 2 scripts, as Horovod's are, can run."""
+    major_minor = tuple(int(part) for part in tensorflow.split(".")[:2])
+    if major_minor < (2, 16):
+        return True, (f"tf.keras is Keras 2 (TensorFlow {tensorflow}): Keras 2 scripts, as "
+                      "Horovod's are, run with their import changed")
+    if tf_keras.split(".")[:2] == tensorflow.split(".")[:2]:
+        return True, (f"tf.keras is Keras {keras}; tf_keras {tf_keras} runs Keras 2 scripts, as "
+                      "Horovod's are, under mpirep-run --keras2 (docs/porting.md)")
+    wanted = ".".join(tensorflow.split(".")[:2])
+    found = f"tf_keras {tf_keras} is for another TensorFlow" if tf_keras else "tf_keras is not installed"
+    return False, (f"tf.keras is Keras {keras} and {found}: Keras 2 scripts, as Horovod's are, "
+                   f"run with pip install 'tf_keras=={wanted}.*' and mpirep-run --keras2, or "
+                   "after mpirep-port (docs/porting.md)")

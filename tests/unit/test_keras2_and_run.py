@@ -50,6 +50,19 @@ def test_keras2_refuses_a_missing_or_mismatched_tf_keras(installed, capsys, vers
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("versions,ok,detail", [
+    (("2.12.1", "2.12.0", ""), True, "tf.keras is Keras 2 (TensorFlow 2.12.1): Keras 2 scripts"),
+    (("2.21.0", "3.15.1", "2.21.0"), True, "tf_keras 2.21.0 runs Keras 2 scripts"),
+    (("2.21.0", "3.15.1", ""), False,
+     "tf.keras is Keras 3.15.1 and tf_keras is not installed: Keras 2 scripts, as Horovod's are, "
+     "run with pip install 'tf_keras==2.21.*' and mpirep-run --keras2, or after mpirep-port"),
+    (("2.19.0", "3.15.1", "2.21.0"), False, "tf_keras 2.21.0 is for another TensorFlow"),
+])
+def test_check_build_says_where_keras_2_scripts_run(versions, ok, detail):
+    found_ok, found = keras2.describe(*versions)
+    assert found_ok == ok and detail in found, found
+
+
 @pytest.fixture
 def keras_3(monkeypatch):
     monkeypatch.setitem(sys.modules, "keras", types.SimpleNamespace(__version__="3.15.1"))
