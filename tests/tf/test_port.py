@@ -62,3 +62,15 @@ def test_horovod_run_script_after_porting(tmp_path):
                           timeout=TIMEOUT_S + 30)
     assert done.returncode == 0, done.stdout[-6000:]
     assert "horovod_run: ok [(0, 2, 6.0), (1, 2, 6.0)]" in done.stdout, done.stdout[-3000:]
+
+
+@pytest.mark.skipif(not KERAS_3, reason="tf.keras is Keras 2 on this TensorFlow")
+def test_a_keras_2_script_on_keras_3_gets_the_hint(tmp_path):
+    """Only the imports ported, run on Keras 3 by mistake: opt.variables() fails inside the
+    tf.function, and after the traceback the rank says what to do."""
+    scripts = ported(tmp_path, "--keras2")
+    job = mpirun(1, [scripts / "gradient_tape.py"], TIMEOUT_S, env=keras_env("keras3"))
+    assert job.returncode != 0 and "'list' object is not callable" in job.output, job.output[-3000:]
+    assert job.output.count("mpirep: this is a Keras 2 API, and tf.keras here is Keras 3. Run the "
+                            "script unchanged on tf_keras (pip install 'tf_keras==") == 1, job.output[-3000:]
+    assert "or port it: mpirep-port gradient_tape.py (docs/porting.md)" in job.output
