@@ -1,10 +1,11 @@
 """`mpirep-run --check-build`: what this machine offers, each part probed in a subprocess so
 that a crashing or slow import (TensorFlow, the native core) cannot take the launcher down."""
+import ast
 import re
 import subprocess
 import sys
 
-from . import mpi_probe
+from . import keras2, mpi_probe
 
 # A probe's own failure: the exception's whole message (or a SystemExit's text), after this
 # marker on stdout.
@@ -30,6 +31,14 @@ _CORE = ("import mpi4py; mpi4py.rc.initialize = False\n"
          "print(_core_loader.core().__file__, 'on', _core_loader.core_mpi(), '(mpi4py loads it too)')")
 _TENSORFLOW = "import tensorflow as tf; print(tf.__version__)"
 _BRIDGE = "import mpirep.tensorflow as m; print('imports from', m.__file__)"
+# The versions, from metadata: importing them would pick one Keras
+_KERAS_VERSIONS = ("from importlib import metadata\n"
+                   "def version(name):\n"
+                   "    try:\n"
+                   "        return metadata.version(name)\n"
+                   "    except metadata.PackageNotFoundError:\n"
+                   "        return ''\n"
+                   "print(repr(tuple(version(n) for n in ('tensorflow', 'keras', 'tf_keras'))))")
 _OP_LIBRARY_CACHED = (
     "from mpirep.tensorflow import _op_library\n"
     "library = _op_library.cached_library()\n"
@@ -118,6 +127,9 @@ def report(environ, python=sys.executable, build_tf_ops=False, progress=lambda t
     if tensorflow[0]:
         checks.append(("TensorFlow op library",
                        *_op_library_line(python, build_tf_ops, progress)))
+        versions_ok, versions = _probe(_KERAS_VERSIONS, python)
+        if versions_ok:
+            checks.append(("Keras 2 scripts", *keras2.describe(*ast.literal_eval(versions))))
     for name, ok, detail in checks:
         text = detail.replace("\n", "\n    ")
         lines.append(f"[{'x' if ok else ' '}] {name}: {text}")

@@ -61,6 +61,9 @@ def build_parser():
                         "say which ranks stopped answering or never reached a collective, then exit")
     p.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
     p.add_argument("--verbose", action="store_true", help="print the command before running it")
+    p.add_argument("--keras2", action="store_true",
+                   help="run the ranks on tf_keras, Keras 2 (sets TF_USE_LEGACY_KERAS=1 for "
+                        "them): Horovod-era scripts run unchanged but for their import")
     p.add_argument("command", nargs=argparse.REMAINDER, help="program and arguments every rank runs")
 
     where = p.add_argument_group("where ranks run")

@@ -2,7 +2,7 @@
 import os
 import shlex
 
-from . import mpi_probe, mpirun_argv, srun_argv
+from . import keras2, mpi_probe, mpirun_argv, srun_argv
 from .environment import forwardable_names, parse_exports
 from .errors import LaunchError
 from .hosts import is_local, local_core_count, parse_host_list, parse_hostfile, total_slots
@@ -74,7 +74,8 @@ def _local_slots(launcher, environ):
 def build_job(args, launcher, hosts, environ):
     if not args.command:
         raise LaunchError("no command given; e.g. mpirep-run -np 2 python train.py")
-    rank_env = {**tuning_environment(args), **parse_exports(args.exports, environ)}
+    rank_env = {**tuning_environment(args), **keras2.environment(args),
+                **parse_exports(args.exports, environ)}
     remote = launcher == "mpirun" and hosts and not all(is_local(host) for host in hosts)
     # Open MPI starts remote ranks with ssh's bare environment: send ours along by name.
     forward = [name for name in forwardable_names(environ) if name not in rank_env] if remote else []

@@ -54,6 +54,7 @@ from mpirep.session import (
     shutdown,
     size,
 )
+from mpirep.function_job import RankError, run
 from mpirep.settings import Config
 from mpirep.timeline import start_timeline, stop_timeline
 

@@ -5,6 +5,7 @@ import dataclasses
 import sys
 import warnings
 
+from mpirep import keras2_hint
 from mpirep._core_loader import core
 from mpirep.settings import Config
 from mpirep.errors import InvalidArgumentError, NotInitializedError
@@ -87,6 +88,9 @@ def _shutdown_on_uncaught(previous_hook):
 
     def hook(kind, value, traceback):
         previous_hook(kind, value, traceback)
+        keras2 = keras2_hint.hint(kind, value, traceback)
+        if keras2:
+            print(keras2, file=sys.stderr, flush=True)
         shutdown(f"{kind.__name__}: {value}")
 
     return hook

@@ -20,7 +20,8 @@ def probes(monkeypatch):
                check_build._TENSORFLOW: (True, "2.21.0"),
                check_build._BRIDGE: (True, "imports from /venv/mpirep/tensorflow/__init__.py"),
                check_build._OP_LIBRARY_CACHED: (False, "not built yet"),
-               check_build._OP_LIBRARY_BUILD: (True, "/cache/tf-2.21.0-0123/mpirep_tf_ops.so")}
+               check_build._OP_LIBRARY_BUILD: (True, "/cache/tf-2.21.0-0123/mpirep_tf_ops.so"),
+               check_build._KERAS_VERSIONS: (True, "('2.21.0', '3.15.1', '2.21.0')")}
     monkeypatch.setattr(mpi_probe, "probe", lambda environ: OPEN_MPI_LAUNCHER)
     monkeypatch.setattr(check_build, "_probe",
                         lambda code, python, options=(), env=None, timeout=0: answers[code])
@@ -37,7 +38,9 @@ def test_ready_needs_mpi_mpi4py_and_the_core(probes):
         "[x] MPI launcher and core: one MPI, Open MPI 4.1.4",
         "[x] TensorFlow: 2.21.0",
         "[x] mpirep TensorFlow bridge: imports from /venv/mpirep/tensorflow/__init__.py",
-        "[ ] TensorFlow op library: not built yet"]
+        "[ ] TensorFlow op library: not built yet",
+        "[x] Keras 2 scripts: tf.keras is Keras 3.15.1; tf_keras 2.21.0 runs Keras 2 scripts, "
+        "as Horovod's are, under mpirep-run --keras2 (docs/porting.md)"]
     probes[check_build._CORE] = (False, "ImportError: line one\nline two")
     lines, ready = check_build.report({})
     assert not ready
@@ -48,7 +51,7 @@ def test_ready_needs_mpi_mpi4py_and_the_core(probes):
 def test_build_tf_ops_builds_and_says_so_first(probes):
     said = []
     lines, ready = check_build.report({}, build_tf_ops=True, progress=said.append)
-    assert lines[-1] == "[x] TensorFlow op library: /cache/tf-2.21.0-0123/mpirep_tf_ops.so"
+    assert lines[-2] == "[x] TensorFlow op library: /cache/tf-2.21.0-0123/mpirep_tf_ops.so"
     assert said == ["building the TensorFlow op library unless it is built (about half a minute)"]
     probes[check_build._TENSORFLOW] = (False, "ModuleNotFoundError: No module named 'tensorflow'")
     assert not any("op library" in line for line in check_build.report({}, build_tf_ops=True)[0])

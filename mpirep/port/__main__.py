@@ -1,0 +1,5 @@
+import sys
+
+from mpirep.port.cli import main
+
+sys.exit(main())
