@@ -1,15 +1,20 @@
 """The build_ext command: compile native/core on its own, without MPI, into a static library;
 compile the runtime and bindings with MPI's flags into mpirep._core, linked with that library;
-record which libmpi it uses. The layers and flags come from buildtools/native.py.
+check that the core was built against that MPI (buildtools/mpi_checks.py) and record which MPI
+and libmpi it uses. The layers and flags come from buildtools/native.py.
 
-Sources are compiled in parallel (MPIREP_BUILD_JOBS, default: all cores), and only those whose
-object is older than the source or than any native header."""
+Objects are kept per MPI, in a build directory named by a hash of the wrapper, its flags and
+its libmpi, and the core is linked on every build: a checkout built against one MPI and then
+another never reuses objects or a core of the first. Sources are compiled in parallel
+(MPIREP_BUILD_JOBS, default: all cores), and only those whose object is older than the source
+or than any native header."""
 
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools.command.build_ext import build_ext
 
+from buildtools import mpi_checks
 from buildtools.mpi import HOW_TO_GET_MPI, MPINotFound, find_mpi
 from buildtools.native import CORE_LIBRARY, ROOT, headers, sources
 
@@ -19,6 +24,7 @@ LIBRARY_MODULE = "_mpi_library.py"
 LIBRARY_MODULE_HEADER = """\
 # Generated when mpirep._core was built: the MPI library the extension is linked against.
 # mpirep hands it to mpi4py (MPI4PY_LIBMPI) so that both load the same libmpi.
+# BUILT_WITH: the MPI the build used and checked (`mpirep-run --check-build` shows it).
 """
 
 
@@ -72,7 +78,10 @@ class BuildExt(build_ext):
             if mpi.wheel else ""
         print(f"mpirep: building against the MPI of {mpi.wrapper}{shipped_by}, because "
               f"{mpi.reason}")
+        self.build_temp = os.path.join(self.build_temp, "mpi-" + mpi.flags_digest()[:16])
+        self.force = True  # link anew: the core in build_lib may be another MPI's
         rpaths = mpi.runtime_rpaths(self.in_source)
+        compiled = None
         for ext in self.extensions:
             self._build_core_library(ext)
             ext.library_dirs.append(self.build_temp)
@@ -82,8 +91,19 @@ class BuildExt(build_ext):
             ext.libraries += mpi.libraries
             ext.extra_compile_args += mpi.compile_args
             ext.extra_link_args += mpi.link_args + [f"-Wl,-rpath,{path}" for path in rpaths]
+            compiled = self._check_header(ext, mpi)
         super().build_extensions()
-        self._write_library_module(mpi.runtime_libmpi(self.in_source))
+        built_with = mpi_checks.check_library(self.get_ext_fullpath("mpirep._core"), mpi, compiled)
+        print(f"mpirep: the core links {built_with['libmpi']} ({built_with['library_version']}) "
+              f"and was compiled with {built_with['mpi_h']}")
+        self._write_library_module(mpi.runtime_libmpi(self.in_source), built_with)
+
+    def _check_header(self, ext, mpi):
+        """The mpi.h that the extension's flags lead the compiler to, checked to be the MPI's."""
+        macros = [f"-D{name}={value}" for name, value in ext.define_macros]
+        found = mpi_checks.header(self.compiler.compiler_so, ext.include_dirs, macros)
+        mpi_checks.check_header(mpi, found)
+        return found
 
     def _build_core_library(self, ext):
         """native/core with the extension's own flags, before MPI's are added to them: no MPI
@@ -101,7 +121,7 @@ class BuildExt(build_ext):
     def _built_library_module(self) -> str:
         return os.path.join(self.build_lib, "mpirep", LIBRARY_MODULE)
 
-    def _write_library_module(self, libmpi) -> None:
+    def _write_library_module(self, libmpi, built_with) -> None:
         if libmpi is None:
             body = "LIBMPI = None  # not found at build time; mpi4py searches as usual\n"
         elif libmpi.startswith("$ORIGIN/"):
@@ -110,5 +130,6 @@ class BuildExt(build_ext):
                     f"{relative!r}))\n")
         else:
             body = f"LIBMPI = {libmpi!r}\n"
+        body += f"BUILT_WITH = {built_with!r}\n"
         with open(self._built_library_module(), "w") as f:
             f.write(LIBRARY_MODULE_HEADER + "\n" + body)
