@@ -128,21 +128,27 @@ class MPI:
             if os.path.exists(dev_link):
                 # lib<name>.so is a symlink or a linker script; its versioned files are beside it
                 real_dir = os.path.dirname(os.path.realpath(dev_link))
-                versioned = sorted(glob.glob(os.path.join(real_dir, f"lib{name}.so.*")), key=len)
+                versioned = sorted((path for path in glob.glob(
+                    os.path.join(real_dir, f"lib{name}.so.*")) if path[-1].isdigit()), key=len)
                 if versioned:
                     return versioned[0]
         return None
 
 
+    def wheel_name(self) -> Optional[str]:
+        """"impi-devel 2021.18.1": the wheel that ships the wrapper, or None."""
+        return f"{self.wheel.metadata['Name']} {self.wheel.version}" if self.wheel else None
+
     def flags_digest(self) -> str:
         """A hash of everything that makes objects and the extension belong to this MPI: the
-        wrapper, its flags, and the libmpi file they lead to."""
-        digest = hashlib.sha256()
-        for part in (os.path.realpath(self.wrapper), self.include_dirs, self.library_dirs,
-                     self.libraries, self.compile_args, self.link_args, self.rpaths,
-                     os.path.realpath(self.build_libmpi() or "")):
-            digest.update(repr(part).encode() + b"\0")
-        return digest.hexdigest()
+        wrapper, its flags, and the libmpi file they lead to. A wheel's prefix is named by the
+        wheel, since pip's isolated build puts it in a new temporary directory each time."""
+        parts = repr((os.path.realpath(self.wrapper), self.include_dirs, self.library_dirs,
+                      self.libraries, self.compile_args, self.link_args, self.rpaths,
+                      os.path.realpath(self.build_libmpi() or "")))
+        if self.wheel:
+            parts = parts.replace(os.path.dirname(os.path.dirname(self.wrapper)), self.wheel_name())
+        return hashlib.sha256(parts.encode()).hexdigest()
 
 
 def _target_libdir() -> str:

@@ -149,6 +149,6 @@ def check_library(extension: str, mpi: MPI, compiled: Header) -> dict:
         raise BuildMismatch(
             f"the MPI of {mpi.wrapper} (because {mpi.reason}) is two MPIs: its mpi.h is "
             f"{compiled}, its library {wanted} is {version}.\n{WHAT_TO_DO}")
-    return {"wrapper": mpi.wrapper, "libmpi": os.path.realpath(wanted), "soname": soname,
-            "library_version": version, "mpi_h": str(compiled),
+    return {"wrapper": mpi.wrapper, "wheel": mpi.wheel_name(), "libmpi": os.path.realpath(wanted),
+            "soname": soname, "library_version": version, "mpi_h": str(compiled),
             "flags_sha256": mpi.flags_digest()}
