@@ -99,9 +99,12 @@ class BuildExt(build_ext):
         self._write_library_module(mpi.runtime_libmpi(self.in_source), built_with)
 
     def _check_header(self, ext, mpi):
-        """The mpi.h that the extension's flags lead the compiler to, checked to be the MPI's."""
+        """The mpi.h that the extension's flags lead the compiler to, checked to be the MPI's.
+        The compiler searches the extension's include directories, then Python's (a venv's
+        include/ among them, where an MPI wheel puts its mpi.h)."""
         macros = [f"-D{name}={value}" for name, value in ext.define_macros]
-        found = mpi_checks.header(self.compiler.compiler_so, ext.include_dirs, macros)
+        found = mpi_checks.header(self.compiler.compiler_so,
+                                  ext.include_dirs + (self.compiler.include_dirs or []), macros)
         mpi_checks.check_header(mpi, found)
         return found
 

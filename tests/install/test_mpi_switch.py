@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from installs import (copy_checkout, core_check, core_of, library_version, linked_libmpi,
+from installs import (core_check, core_of, library_version, linked_libmpi,
                       make_venv, pip, run)
 
 SYSTEM_MPICC = "/usr/bin/mpicc"
@@ -17,11 +17,6 @@ RUNTIME = ["numpy", "mpi4py", "ml_dtypes", "setuptools>=64", "wheel"]
 
 pytestmark = pytest.mark.skipif(shutil.which("mpicc", path="/usr/bin") is None,
                                 reason="needs Debian's Open MPI (dev/setup installs it)")
-
-
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory):
-    return copy_checkout(tmp_path_factory.mktemp("checkout"))
 
 
 def reinstall(python, checkout, **env):
