@@ -3,9 +3,10 @@ compile the runtime and bindings with MPI's flags into mpirep._core, linked with
 check that the core was built against that MPI (buildtools/mpi_checks.py) and record which MPI
 and libmpi it uses. The layers and flags come from buildtools/native.py.
 
-Objects are kept per MPI, in a build directory named by a hash of the wrapper, its flags and
-its libmpi, and the core is linked on every build: a checkout built against one MPI and then
-another never reuses objects or a core of the first. Sources are compiled in parallel
+Objects compiled with MPI's flags are kept per MPI, in a build directory named by a hash of the
+wrapper, its flags and its libmpi, and the core is linked on every build: a checkout built
+against one MPI and then another never reuses objects or a core of the first. native/core,
+compiled without MPI, is shared by all. Sources are compiled in parallel
 (MPIREP_BUILD_JOBS, default: all cores), and only those whose object is older than the source
 or than any native header."""
 
@@ -74,17 +75,17 @@ class BuildExt(build_ext):
         mpi = find_mpi()
         if mpi is None:
             raise MPINotFound(HOW_TO_GET_MPI)
-        shipped_by = f", from the {mpi.wheel.metadata['Name']} {mpi.wheel.version} wheel" \
-            if mpi.wheel else ""
+        shipped_by = f", from the {mpi.wheel_name()} wheel" if mpi.wheel else ""
         print(f"mpirep: building against the MPI of {mpi.wrapper}{shipped_by}, because "
               f"{mpi.reason}")
-        self.build_temp = os.path.join(self.build_temp, "mpi-" + mpi.flags_digest()[:16])
+        core_temp = self.build_temp
+        self.build_temp = os.path.join(core_temp, "mpi-" + mpi.flags_digest()[:16])
         self.force = True  # link anew: the core in build_lib may be another MPI's
         rpaths = mpi.runtime_rpaths(self.in_source)
         compiled = None
         for ext in self.extensions:
-            self._build_core_library(ext)
-            ext.library_dirs.append(self.build_temp)
+            core_args = list(ext.extra_compile_args)
+            ext.library_dirs.append(core_temp)
             ext.libraries.insert(0, CORE_LIBRARY)
             ext.include_dirs += mpi.include_dirs
             ext.library_dirs += mpi.library_dirs
@@ -92,6 +93,7 @@ class BuildExt(build_ext):
             ext.extra_compile_args += mpi.compile_args
             ext.extra_link_args += mpi.link_args + [f"-Wl,-rpath,{path}" for path in rpaths]
             compiled = self._check_header(ext, mpi)
+            self._build_core_library(core_args, core_temp)
         super().build_extensions()
         built_with = mpi_checks.check_library(self.get_ext_fullpath("mpirep._core"), mpi, compiled)
         print(f"mpirep: the core links {built_with['libmpi']} ({built_with['library_version']}) "
@@ -108,13 +110,14 @@ class BuildExt(build_ext):
         mpi_checks.check_header(mpi, found)
         return found
 
-    def _build_core_library(self, ext):
-        """native/core with the extension's own flags, before MPI's are added to them: no MPI
-        include directory, so an MPI include there fails to compile."""
-        objects = self.compiler.compile(sources("core"), output_dir=self.build_temp,
-                                        extra_postargs=list(ext.extra_compile_args),
+    def _build_core_library(self, compile_args, directory):
+        """native/core with the extension's own flags (``compile_args``), not MPI's: no MPI
+        include directory, so an MPI include there fails to compile. Being free of MPI, it is
+        kept outside the MPI's own build directory, for every MPI."""
+        objects = self.compiler.compile(sources("core"), output_dir=directory,
+                                        extra_postargs=compile_args,
                                         depends=headers())
-        self.compiler.create_static_lib(objects, CORE_LIBRARY, output_dir=self.build_temp)
+        self.compiler.create_static_lib(objects, CORE_LIBRARY, output_dir=directory)
 
     def copy_extensions_to_source(self):
         super().copy_extensions_to_source()

@@ -93,10 +93,21 @@ def build_job(args, launcher, hosts, environ):
         ssh_args=ssh_args(args),
         output_dir=args.output_filename,
         running_as_root=hasattr(os, "geteuid") and os.geteuid() == 0,
-        srun_mpi=args.srun_mpi,
+        srun_mpi=args.srun_mpi or _srun_mpi_of_the_core(),
         spans_hosts=bool(remote),
         peer_timeout_seconds=peer_timeout(rank_env, environ),
     )
+
+
+def _srun_mpi_of_the_core():
+    """srun's --mpi plugin for the MPI the installed core was built against, as the build
+    recorded it (mpirep/_mpi_library.py), without loading the core; pmix where there is no
+    record (a source tree not built yet)."""
+    try:
+        from mpirep._mpi_library import BUILT_WITH
+    except ImportError:
+        return "pmix"
+    return srun_argv.mpi_plugin_for(BUILT_WITH["library_version"])
 
 
 def peer_timeout(rank_env, environ):

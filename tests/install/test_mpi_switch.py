@@ -10,10 +10,9 @@ import shutil
 import pytest
 
 from installs import (core_check, core_of, library_version, linked_libmpi,
-                      make_venv, pip, run)
+                      make_venv, pip, run, RUNTIME)
 
 SYSTEM_MPICC = "/usr/bin/mpicc"
-RUNTIME = ["numpy", "mpi4py", "ml_dtypes", "setuptools>=64", "wheel"]
 
 pytestmark = pytest.mark.skipif(shutil.which("mpicc", path="/usr/bin") is None,
                                 reason="needs Debian's Open MPI (dev/setup installs it)")

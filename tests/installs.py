@@ -1,6 +1,7 @@
-"""Installing mpirep as a user does, into venvs of the test's own, from a copy of this checkout:
-pip with its cache (wheels from PyPI: mpi4py, numpy, the MPI wheels), each step under a hard
-time limit. Then what the installed core links (readelf, ldd) and which MPI that library is."""
+"""Installing mpirep as a user does, into venvs of the test's own, from a copy of this checkout
+(tests/install, and the Slurm tests of an MPICH core in tests/cluster): pip with its cache
+(wheels from PyPI: mpi4py, numpy, the MPI wheels), each step under a hard time limit. Then what
+the installed core links (readelf, ldd), which MPI that library is, and the core check."""
 import os
 import re
 import shutil
@@ -10,6 +11,9 @@ from pathlib import Path
 
 from mpijob import LAUNCH_ENV, REPO
 
+CORE_CHECK = REPO / "tests" / "install" / "jobs" / "core_check.py"
+# What a venv needs besides MPI to build mpirep without pip's build isolation, and to run it.
+RUNTIME = ["numpy", "mpi4py", "ml_dtypes", "setuptools>=64", "wheel"]
 PIP_TIMEOUT = 420  # a build with a cold pip cache, on a loaded machine
 JOB_TIMEOUT = 120
 # Reads a libmpi's MPI_Get_library_version, by the function the build and mpirep use.
@@ -86,7 +90,7 @@ def library_version(python: Path, libmpi: Path) -> str:
 def core_check(argv, ranks: int, env=None):
     """The core check at ``ranks`` ranks through the launcher ``argv`` (up to the program):
     every rank passes, and each names the MPI its core uses. Returns those names."""
-    job = run([*argv, REPO / "tests" / "install" / "jobs" / "core_check.py"], env=env,
+    job = run([*argv, CORE_CHECK], env=env,
               timeout=JOB_TIMEOUT, cwd="/")
     passed = re.findall(r"^core check passed: rank (\d+) of (\d+), (.*)$", job.stdout, re.M)
     assert job.returncode == 0 and sorted(int(rank) for rank, _, _ in passed) == \
