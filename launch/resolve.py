@@ -94,6 +94,10 @@ def build_job(args, launcher, hosts, environ):
         output_dir=args.output_filename,
         running_as_root=hasattr(os, "geteuid") and os.geteuid() == 0,
         srun_mpi=args.srun_mpi or _srun_mpi_of_the_core(),
+        # MPICH refuses to start with both Hydra's PMI and srun's PMIx ("Found both env vars
+        # PMI_SIZE and PMIX_NAMESPACE"); the user's own choice stands
+        hydra_srun_mpi=("none" if srun_argv.in_allocation(environ)
+                        and "SLURM_MPI_TYPE" not in environ else None),
         spans_hosts=bool(remote),
         peer_timeout_seconds=peer_timeout(rank_env, environ),
     )

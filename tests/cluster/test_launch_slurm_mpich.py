@@ -1,6 +1,7 @@
 """Slurm on one node with an MPICH-family MPI: the core built against the mpich wheel, in a
-venv of its own, runs under `srun --mpi=pmi2` (MPICH's PMI client refuses srun's PMIx), and
-mpirep-run inside an allocation chooses pmi2 for such a core by itself."""
+venv of its own, runs under `srun --mpi=pmi2` (MPICH's PMI client refuses srun's PMIx);
+mpirep-run inside an allocation chooses pmi2 for such a core by itself, and with
+`--launcher mpirun` keeps srun's PMIx away from Hydra's ranks."""
 import os
 
 import pytest
@@ -33,4 +34,11 @@ def test_the_core_check_under_srun_pmi2(mpich_python):
 def test_mpirep_run_chooses_pmi2_for_a_core_of_mpich(mpich_python):
     mpirep_run = mpich_python.parent / "mpirep-run"
     mpis = core_check(["salloc", "-n", "2", mpirep_run, mpich_python], 2, env=slurm_env())
+    assert all(mpi.startswith("MPICH Version") for mpi in mpis), mpis
+
+
+def test_mpirep_run_with_hydra_in_an_allocation(mpich_python):
+    mpirep_run = mpich_python.parent / "mpirep-run"
+    mpis = core_check(["salloc", "-n", "2", mpirep_run, "--launcher", "mpirun", mpich_python], 2,
+                      env=slurm_env())
     assert all(mpi.startswith("MPICH Version") for mpi in mpis), mpis

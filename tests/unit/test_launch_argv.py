@@ -151,6 +151,14 @@ def test_srun_mpi_follows_the_mpi_the_core_was_built_against(library_version, pl
     assert srun_argv.mpi_plugin_for(library_version) == plugin
 
 
+def test_hydra_in_an_allocation_starts_its_proxies_without_srun_pmi():
+    """Hydra's srun bootstrap would otherwise give the ranks PMIx beside Hydra's own PMI."""
+    plan = mpirun_argv.build(job(hydra_srun_mpi="none"), MPICH)
+    assert plan.env == {"SLURM_MPI_TYPE": "none"}
+    assert mpirun_argv.build(job(), MPICH).env == {}
+    assert "SLURM_MPI_TYPE" not in mpirun_argv.build(job(hydra_srun_mpi="none"), OMPI).env
+
+
 def test_srun_refuses_mpirun_only_options():
     with pytest.raises(LaunchError, match="--network-interface, --tcp only apply to mpirun"):
         srun_argv.build(job(tcp_only=True, network_interfaces=["eth0"]))
