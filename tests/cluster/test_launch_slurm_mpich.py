@@ -3,10 +3,14 @@ venv of its own, runs under `srun --mpi=pmi2` (MPICH's PMI client refuses srun's
 mpirep-run inside an allocation chooses pmi2 for such a core by itself, and with
 `--launcher mpirun` keeps srun's PMIx away from Hydra's ranks."""
 import os
+import sys
 
 import pytest
 
-from installs import RUNTIME, copy_checkout, core_check, make_venv, pip
+from cluster_jobs import REPO
+
+sys.path.append(str(REPO / "tests"))  # run.sh's pytest has only tests/cluster on its path
+from installs import RUNTIME, copy_checkout, core_check, make_venv, pip  # noqa: E402
 
 pytestmark = pytest.mark.slurm1
 
