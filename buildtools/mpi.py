@@ -140,12 +140,18 @@ class MPI:
     def flags_digest(self) -> str:
         """A hash of everything that makes objects and the extension belong to this MPI: the
         wrapper, its flags, and the libmpi file they lead to. A wheel's prefix is named by the
-        wheel, since pip's isolated build puts it in a new temporary directory each time."""
+        wheel, since pip's isolated build puts it in a new temporary directory each time; an
+        MPI installed in place (apt, a module) by its mpi.h's and libmpi's size and time too,
+        which an upgrade in place changes."""
+        libmpi = os.path.realpath(self.build_libmpi() or "")
         parts = repr((os.path.realpath(self.wrapper), self.include_dirs, self.library_dirs,
-                      self.libraries, self.compile_args, self.link_args, self.rpaths,
-                      os.path.realpath(self.build_libmpi() or "")))
+                      self.libraries, self.compile_args, self.link_args, self.rpaths, libmpi))
         if self.wheel:
             parts = parts.replace(os.path.dirname(os.path.dirname(self.wrapper)), self.wheel_name())
+        else:
+            files = [os.path.join(path, "mpi.h") for path in self.include_dirs] + [libmpi]
+            parts += repr([(stat.st_size, stat.st_mtime_ns) for stat in
+                           (os.stat(path) for path in files if os.path.isfile(path))])
         return hashlib.sha256(parts.encode()).hexdigest()
 
 

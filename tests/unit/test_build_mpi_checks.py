@@ -166,3 +166,19 @@ def test_intels_wheel_is_given_its_prefix(tmp_path, monkeypatch):
     assert (mpi.wrapper, mpi.wheel_name()) == (str(mpicc), "impi-devel 2021.18.1")
     assert (mpi.include_dirs, mpi.library_dirs) == ([f"{prefix}/include"], [f"{prefix}/lib"])
     assert mpi.requirement() == "impi-rt==2021.*"
+
+
+def test_the_build_directory_of_an_mpi_changes_with_it(tmp_path):
+    """Objects are kept per flags_digest: another MPI, other flags, or an MPI upgraded in place
+    (its mpi.h rewritten) get a directory of their own."""
+    mpi = fake_mpi(tmp_path / "fake")
+    first = mpi.flags_digest()
+    assert mpi.flags_digest() == first
+    other = fake_mpi(tmp_path / "other")
+    assert other.flags_digest() != first
+    mpi.compile_args.append("-DMPICH_IGNORE_CXX_SEEK")
+    assert mpi.flags_digest() != first
+    mpi.compile_args.pop()
+    header = tmp_path / "fake" / "include" / "mpi.h"
+    header.write_text(header.read_text() + "/* 4.1.3 */\n")
+    assert mpi.flags_digest() != first
