@@ -92,7 +92,9 @@ def core_check(argv, ranks: int, env=None):
     every rank passes, and each names the MPI its core uses. Returns those names."""
     job = run([*argv, CORE_CHECK], env=env,
               timeout=JOB_TIMEOUT, cwd="/")
-    passed = re.findall(r"^core check passed: rank (\d+) of (\d+), (.*)$", job.stdout, re.M)
+    # a rank's line may still meet another's in the launcher's output before its newline does
+    passed = re.findall(r"core check passed: rank (\d+) of (\d+), (.*?)(?=core check|$)",
+                        job.stdout, re.M)
     assert job.returncode == 0 and sorted(int(rank) for rank, _, _ in passed) == \
         list(range(ranks)) and {size for _, size, _ in passed} == {str(ranks)}, job.stdout[-6000:]
     return {mpi for _, _, mpi in passed}

@@ -1,6 +1,8 @@
 """The core check of an installation: collectives through mpirep's native core, with inputs that
 depend on rank and index and closed-form results; then each rank prints one line naming the MPI
 its core uses, which the tests match against the MPI they installed."""
+import os
+
 import numpy as np
 
 import mpirep
@@ -21,4 +23,5 @@ np.testing.assert_array_equal(gathered, np.stack([owners, owners + 10], axis=1))
 sent = mpirep.broadcast(index * 7 + rank, root_rank=n - 1, name="bcast")
 np.testing.assert_array_equal(sent, index * 7 + n - 1)
 mpirep.shutdown()
-print(f"core check passed: rank {rank} of {n}, {_core_loader.core_mpi()}", flush=True)
+# one write, so that the launcher does not interleave ranks' lines
+os.write(1, f"core check passed: rank {rank} of {n}, {_core_loader.core_mpi()}\n".encode())
