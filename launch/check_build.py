@@ -29,6 +29,15 @@ _MPI4PY = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI\
 _CORE = ("import mpi4py; mpi4py.rc.initialize = False\n"
          "from mpirep import _core_loader\n"
          "print(_core_loader.core().__file__, 'on', _core_loader.core_mpi(), '(mpi4py loads it too)')")
+# What the build recorded (buildtools/mpi_checks.py), one line, the library's version first.
+_BUILT_WITH = (
+    "from mpirep import _mpi_library\n"
+    "built = getattr(_mpi_library, 'BUILT_WITH', None)\n"
+    "if built is None:\n"
+    "    sys.exit('not recorded: the core predates the record; reinstall mpirep to make one')\n"
+    "wheel = f\" from the {built['wheel']} wheel\" if built['wheel'] else ''\n"
+    "print(f\"{built['library_version']} ({built['soname']}{wheel}), mpi.h of \"\n"
+    "      f\"{built['mpi_h']}, by {built['wrapper']}\")")
 _TENSORFLOW = "import tensorflow as tf; print(tf.__version__)"
 _BRIDGE = "import mpirep.tensorflow as m; print('imports from', m.__file__)"
 # The versions, from metadata: importing them would pick one Keras
@@ -85,6 +94,20 @@ def _op_library_line(python, build, progress):
     return ok, "could not be built: " + "\n".join(detail.splitlines()[-12:])
 
 
+def built_matches_loaded(built_detail, core_detail):
+    """(ok, detail): the MPI the core was built against, as the build recorded it, beside the
+    one it loads now. They differ when the library the core's soname resolves to has changed
+    since the build (another module loaded, LD_LIBRARY_PATH)."""
+    built_version = built_detail.split(" (", 1)[0]
+    loaded = core_detail.split(" on ", 1)[-1].replace(" (mpi4py loads it too)", "")
+    if built_version == loaded.split(" (", 1)[0]:
+        return True, f"{built_detail}; the same MPI loads now"
+    return False, (f"{built_detail}; but now it loads {loaded}: the MPI found at run time is not "
+                   "the one the core was built against. Start jobs with the MPI of the build, or "
+                   "rebuild against this one: `pip install -v --force-reinstall .` in mpirep's "
+                   "source (docs/install.md)")
+
+
 def launcher_matches_core(launcher, core_detail):
     """(ok, detail): whether the MPI launcher and the core's libmpi are one MPI (flavour and
     major version), from the launcher's MPIInfo and what the core probe printed."""
@@ -118,6 +141,11 @@ def report(environ, python=sys.executable, build_tf_ops=False, progress=lambda t
     checks = [("mpi4py", *_probe(_MPI4PY, python)),
               ("mpirep native core", *probe_core(python))]
     core_ok, core_detail = checks[1][1:]
+    if core_ok:
+        built_ok, built_detail = _probe(_BUILT_WITH, python)
+        checks.append(("core built against",
+                       *(built_matches_loaded(built_detail, core_detail) if built_ok
+                         else (built_ok, built_detail))))
     if launcher and core_ok:
         checks.append(("MPI launcher and core", *launcher_matches_core(launcher, core_detail)))
     ready = launcher is not None and all(ok for _, ok, _ in checks)

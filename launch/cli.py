@@ -4,7 +4,7 @@ import shutil
 import sys
 from importlib import metadata
 
-from . import check_build, elastic, options, preflight, resolve, runner, srun_argv
+from . import check_build, elastic, mpi_probe, options, preflight, resolve, runner, srun_argv
 from .errors import LaunchError
 
 
@@ -53,7 +53,7 @@ def launch(args, environ):
 
 
 def main(argv=None, environ=None):
-    environ = dict(os.environ if environ is None else environ)
+    environ = mpi_probe.with_launcher_on_path(dict(os.environ if environ is None else environ))
     _, args = options.parse(sys.argv[1:] if argv is None else argv)
     if args.version:
         print(f"mpirep {_version()}")

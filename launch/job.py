@@ -21,6 +21,9 @@ class Job:
     output_dir: str | None = None
     running_as_root: bool = False
     srun_mpi: str = "pmix"
+    # Inside a Slurm allocation, Hydra starts its proxies with srun, whose default --mpi
+    # plugin (often pmix) would hand the ranks a second PMI; None: leave srun's default
+    hydra_srun_mpi: str | None = None
     spans_hosts: bool = False            # some ranks run on other hosts than this one
     peer_timeout_seconds: float = 0.0    # the ranks' peer_timeout_seconds (0: off)
 

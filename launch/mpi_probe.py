@@ -51,6 +51,21 @@ def find_mpirun(environ=os.environ):
     raise MPINotFound(NO_MPIRUN_HELP)
 
 
+def with_launcher_on_path(environ):
+    """``environ`` with the launcher's directory at the end of PATH, where it shadows nothing.
+    Intel MPI's mpirun starts mpiexec.hydra, and that its hydra_pmi_proxy, by name from PATH:
+    with the launcher of a venv that is not activated (found beside this Python), neither is
+    found otherwise."""
+    try:
+        directory = os.path.dirname(find_mpirun(environ))
+    except MPINotFound:
+        return environ
+    path = environ.get("PATH", "")
+    if directory in path.split(os.pathsep):
+        return environ
+    return {**environ, "PATH": f"{path}{os.pathsep}{directory}" if path else directory}
+
+
 def classify(version_text):
     """(flavour, version) from the output of `mpirun --version`, or None if unknown."""
     patterns = (

@@ -75,7 +75,7 @@ def _hydra(job, info):
             raise LaunchError(f"{info.flavour} takes one interface name for "
                                     f"--network-interface, not {job.network_interfaces}")
         argv += ["-iface", job.network_interfaces[0]]
-    launcher_env = {}
+    launcher_env = {"SLURM_MPI_TYPE": job.hydra_srun_mpi} if job.hydra_srun_mpi else {}
     if job.ssh_args:
         if info.flavour == mpi_probe.INTEL_MPI:
             argv += ["-bootstrap", "ssh", "-bootstrap-exec-args", " ".join(job.ssh_args)]

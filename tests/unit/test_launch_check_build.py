@@ -10,6 +10,8 @@ OPEN_MPI_LAUNCHER = mpi_probe.MPIInfo(mpi_probe.OPEN_MPI, "4.1.4", "/usr/bin/mpi
 CORE_ON_OPEN_MPI = ("/venv/mpirep/_core.so on Open MPI v4.1.4 "
                     "(/usr/lib/x86_64-linux-gnu/libmpi.so.40) (mpi4py loads it too)")
 CORE_ON_MPICH = "/venv/mpirep/_core.so on MPICH Version: 5.0.2 (/venv/lib/libmpi.so.12) (mpi4py loads it too)"
+BUILT_ON_OPEN_MPI = ("Open MPI v4.1.4 (libmpi.so.40), mpi.h of Open MPI 4.1.4 "
+                     "(/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h), by /usr/bin/mpicc")
 
 
 @pytest.fixture
@@ -17,6 +19,7 @@ def probes(monkeypatch):
     """Every probe answers from a table: the part it names -> (ok, detail)."""
     answers = {check_build._MPI4PY: (True, "4.1.2 - Open MPI v4.1.4"),
                check_build._CORE: (True, CORE_ON_OPEN_MPI),
+               check_build._BUILT_WITH: (True, BUILT_ON_OPEN_MPI),
                check_build._TENSORFLOW: (True, "2.21.0"),
                check_build._BRIDGE: (True, "imports from /venv/mpirep/tensorflow/__init__.py"),
                check_build._OP_LIBRARY_CACHED: (False, "not built yet"),
@@ -35,6 +38,7 @@ def test_ready_needs_mpi_mpi4py_and_the_core(probes):
         "[x] MPI launcher: Open MPI 4.1.4 (/usr/bin/mpirun)",
         "[x] mpi4py: 4.1.2 - Open MPI v4.1.4",
         f"[x] mpirep native core: {CORE_ON_OPEN_MPI}",
+        f"[x] core built against: {BUILT_ON_OPEN_MPI}; the same MPI loads now",
         "[x] MPI launcher and core: one MPI, Open MPI 4.1.4",
         "[x] TensorFlow: 2.21.0",
         "[x] mpirep TensorFlow bridge: imports from /venv/mpirep/tensorflow/__init__.py",
@@ -46,6 +50,22 @@ def test_ready_needs_mpi_mpi4py_and_the_core(probes):
     assert not ready
     assert "[ ] mpirep native core: ImportError: line one\n    line two" in lines
     assert not any(line.startswith("[x] MPI launcher and core") for line in lines)
+
+
+def test_the_recorded_mpi_is_shown_beside_the_one_loaded_now(probes):
+    """A core built against one libmpi.so.40 that finds another at run time (a module swapped
+    since the build) is not ready, and the report names both; so is a core with no record."""
+    probes[check_build._BUILT_WITH] = (True, BUILT_ON_OPEN_MPI.replace("v4.1.4", "v4.0.3"))
+    lines, ready = check_build.report({})
+    assert not ready
+    assert ("[ ] core built against: Open MPI v4.0.3 (libmpi.so.40), mpi.h of Open MPI 4.1.4 "
+            "(/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h), by /usr/bin/mpicc; but now it "
+            "loads Open MPI v4.1.4 (/usr/lib/x86_64-linux-gnu/libmpi.so.40): the MPI found at "
+            "run time is not the one the core was built against.") in " ".join(lines)
+    probes[check_build._BUILT_WITH] = (False, "not recorded: the core predates the record")
+    lines, ready = check_build.report({})
+    assert not ready
+    assert "[ ] core built against: not recorded: the core predates the record" in lines
 
 
 def test_build_tf_ops_builds_and_says_so_first(probes):

@@ -54,6 +54,22 @@ def test_the_mpirun_beside_the_interpreter_beats_path(tmp_path, monkeypatch):
         mpi_probe.MPIInfo(mpi_probe.MPICH, "4.1.2", str(wheel))
 
 
+def test_the_launchers_folder_ends_path_where_it_is_missing(tmp_path, monkeypatch):
+    """Intel MPI's mpirun runs mpiexec.hydra by name from PATH: a venv that is not activated
+    needs its bin/ there, last, so that it shadows no python or other program."""
+    (tmp_path / "venv-bin").mkdir()
+    (tmp_path / "usr-bin").mkdir()
+    _fake_mpirun(tmp_path / "venv-bin", INTEL)
+    monkeypatch.setattr(mpi_probe.sys, "executable", str(tmp_path / "venv-bin" / "python"))
+    environ = {"PATH": str(tmp_path / "usr-bin"), "HOME": "/root"}
+    assert mpi_probe.with_launcher_on_path(environ) == \
+        {"PATH": f"{tmp_path}/usr-bin:{tmp_path}/venv-bin", "HOME": "/root"}
+    activated = {"PATH": f"{tmp_path}/venv-bin:{tmp_path}/usr-bin"}
+    assert mpi_probe.with_launcher_on_path(activated) == activated
+    monkeypatch.setattr(mpi_probe.sys, "executable", str(tmp_path / "python"))
+    assert mpi_probe.with_launcher_on_path(environ) == environ  # no launcher: left to the error
+
+
 def test_mpirep_mpirun_wins(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
