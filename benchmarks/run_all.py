@@ -57,7 +57,7 @@ class Settings:
             "tf_allreduce_bridges": ["--quick"] if smoke else [],
             "tf_resnet50_round": ["--repeats", "1"] if smoke else [],
             "tf_training_overhead": ["--rounds", "1", "--steps", "2", "--cycle-times", "0"] if smoke
-                                    else ["--rounds", "4", "--cycle-times", "0"],
+                                    else ["--rounds", "5", "--cycle-times", "0"],
             "elastic_recovery": ["--repeats", "1", "--runs", "1", "--steps", "4"] if smoke else [],
             "across_hosts": ["--quick", "--rates", "1gbit"] if smoke else [],
             "zero_optimizer": ["--state-model", "small_resnet", "--blocks", "1", "--steps", "2"] if smoke
