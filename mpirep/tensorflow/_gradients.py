@@ -49,7 +49,9 @@ class GradientReducer:
         grads = list(grads)
         if _has_one_rank(self.process_set):
             return grads
-        if self.sparse_as_dense:
+        # Under XLA a sparse gradient's allgather cannot be compiled (its rows depend on the
+        # other ranks), so it is reduced dense there.
+        if self.sparse_as_dense or _xla.tracing_for_xla():
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in grads]
         local = ({i for i, v in enumerate(variables) if v in local_sources}

@@ -108,6 +108,9 @@ _FIX = ("Compile the step without XLA (jit_compile=False in model.compile or tf.
 def check(collective, tensors):
     """Raises XlaCollectiveError unless ``collective`` of ``tensors`` can join the XLA
     computation being traced."""
+    if collective == "join":
+        raise XlaCollectiveError(f"mpirep's join cannot be compiled by XLA: call it outside the "
+                                 f"jit-compiled function. {_FIX}")
     if collective not in COMPILABLE:
         raise XlaCollectiveError(
             f"mpirep's {collective} cannot be compiled by XLA: its output shape depends on the "

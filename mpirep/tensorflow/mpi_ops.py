@@ -445,6 +445,8 @@ def join():
     session._require_init()
     if tf.executing_eagerly():
         return tf.constant(_join_now(), tf.int32)
+    if _xla.tracing_for_xla():
+        _xla.check("join", [])
     last = tf.numpy_function(lambda: np.int32(_join_now()), [], tf.int32, stateful=True,
                              name="mpirep_join")
     last.set_shape([])

@@ -116,6 +116,24 @@ def gradient_of_allreduce_inside_a_jitted_step():
 
 
 @check
+def sparse_gradient_is_reduced_dense_under_jit():
+    # An embedding's gradient is IndexedSlices: row r + 1 of rank r gets all of its ones.
+    table = tf.Variable(np.zeros((N + 2, 3), np.float32))
+    opt = hvd.DistributedOptimizer(keras.optimizers.SGD(1.0), op=hvd.Sum)
+
+    @tf.function(jit_compile=True)
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.gather(table, [R + 1]))
+        opt.apply_gradients(zip(tape.gradient(loss, [table]), [table]))
+
+    step()
+    expected = np.zeros((N + 2, 3), np.float32)
+    expected[1:N + 1] = -1.0
+    np.testing.assert_array_equal(table.numpy(), expected)
+
+
+@check
 def process_set_under_jit():
     subset = hvd.add_process_set(list(range(0, N, 2)))  # the even ranks
     try:
@@ -147,7 +165,8 @@ def collectives_whose_shape_depends_on_other_ranks_are_refused_under_jit():
     x = tf.constant(arange((N * 2, 2)))
     for name, op in (("allgather", lambda: hvd.allgather(x)),
                      ("alltoall", lambda: hvd.alltoall(x)),
-                     ("reducescatter", lambda: hvd.reducescatter(x))):
+                     ("reducescatter", lambda: hvd.reducescatter(x)),
+                     ("join", hvd.join)):
         try:
             tf.function(op, jit_compile=True)()
         except XlaCollectiveError as error:
