@@ -40,8 +40,9 @@ class XlaCollectiveError(NotImplementedError):
 
 def load():
     """Builds (if needed) and loads the XLA kernels; called by ``init()``, before TensorFlow can
-    first compile with XLA. A failure is remembered and reported only when a jit-compiled
-    function holds a collective."""
+    first compile with XLA, and at the latest when a collective is traced for XLA (a program
+    that started with ``mpirep.init()``). A failure is remembered and reported only when a
+    jit-compiled function holds a collective."""
     global _ops, _unavailable
     if _ops is not None or _unavailable is not None:
         return
@@ -74,18 +75,16 @@ def accelerator_listed():
 def unavailable_reason(device=""):
     """Why mpirep's collectives cannot be compiled by XLA for ``device`` (an op's device, "" for
     TensorFlow's default placement), or None when they can."""
+    load()  # in time unless TensorFlow has compiled with XLA already (checked below)
     if _ops is None:
-        if _unavailable is None:
-            return ("mpirep's XLA kernels are not loaded: call hvd.init() before the first "
-                    "function that TensorFlow compiles with XLA")
         return f"mpirep's XLA kernels could not be built for TensorFlow {tf.__version__}"
     device_type = tf.DeviceSpec.from_string(device).device_type if device else None
     if device_type not in (None, "CPU") or (device_type is None and accelerator_listed()):
         return ("mpirep's XLA collectives run on the host (CPU) only, and this function is "
                 "compiled for an accelerator")
     if not _kernels_registered():
-        return ("TensorFlow compiled a function with XLA before hvd.init() loaded mpirep's XLA "
-                "kernels, and takes in XLA kernels once per process: call hvd.init() first")
+        return ("TensorFlow compiled a function with XLA before mpirep's XLA kernels were "
+                "loaded, and takes in XLA kernels once per process: call hvd.init() first")
     return None
 
 

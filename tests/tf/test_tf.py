@@ -248,6 +248,10 @@ def test_collectives_and_training_under_xla(ranks, tmp_path):
             assert 1 <= operation[-1]["args"]["fused_tensors"] <= 4, (name, operation)
 
 
+def test_xla_compiled_before_init_names_the_fix():
+    assert_passed(mpirun(1, [JOBS / "xla_late_init_job.py"], TIMEOUT_S), 1)
+
+
 def test_stall_shutdown_is_deadline_exceeded_on_every_rank():
     env = {"MPIREP_STALL_SHUTDOWN_TIME_SECONDS": "2", "MPIREP_TF_BRIDGE": "native"}
     assert_passed(mpirun(3, [JOBS / "stall_job.py"], TIMEOUT_S, env=env), 3)
