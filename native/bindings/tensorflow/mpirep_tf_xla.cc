@@ -16,8 +16,11 @@
 // libtensorflow_cc, which not every TensorFlow release ships in a usable form, and the graph-mode
 // op library must build without them. It must load before TensorFlow first compiles anything
 // with XLA: tf2xla adds the kernels it knows of once per process.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <string_view>
