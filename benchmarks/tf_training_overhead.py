@@ -69,7 +69,7 @@ def main():
     rank, size = comm.Get_rank(), comm.Get_size()
     cycles = [float(c) for c in args.cycle_times.split(",")]
 
-    mpirep.init()
+    hvd.init()  # also loads the XLA kernels, before the first XLA compilation
     build, image = MODELS[args.model]
     data = synthetic_data(args.batch_size, rank, image)
     plain = compiled(build, tf.keras.optimizers.SGD(0.01))
