@@ -81,8 +81,9 @@ def main():
               f"per step over {args.steps} steps")
         print(f"{'step':8}{'tensors':>10}{'slow rounds':>14}{'collectives':>14}{'grads each':>12}")
         for name, r in results.items():
-            print(f"{name:8}{r['cached_tensors'] + r['requests_sent']:10.2f}{r['slow_rounds']:14.2f}"
-                  f"{r['collectives']:14.2f}{r['gradients_per_collective']:12.2f}")
+            tensors = r["cached_tensors"] + r["requests_sent"]
+            print(f"{name:8}{tensors:10.2f}{r['slow_rounds']:14.2f}{r['collectives']:14.2f}"
+                  f"{r['gradients_per_collective']:12.2f}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"np": hvd.size(), "steps": args.steps, "results": results}, f, indent=1)

@@ -41,7 +41,8 @@ def arange(shape, dtype=np.float32):
 @fallback
 def the_xla_kernels_load_where_tensorflow_has_the_ffi():
     from mpirep.tensorflow import _xla
-    assert (_xla.unavailable_reason() is None) == FFI, (_xla.unavailable_reason(), _xla._unavailable)
+    reason = _xla.unavailable_reason()
+    assert (reason is None) == FFI, (reason, _xla._unavailable)
 
 
 @fallback
