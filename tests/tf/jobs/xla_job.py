@@ -310,7 +310,10 @@ def auto_on_a_gpu_node_trains_without_xla_through_the_callbacks():
     with gpu_listed_to_keras(), gpu_node():
         m = fitted()  # jit_compile="auto", with BroadcastGlobalVariablesCallback
         assert not m.jit_compile
-    np.testing.assert_array_equal(weights(m), plain_weights())
+    # The same step as plain_weights'; at 3 ranks fusion, which may differ between runs, moves
+    # the ring's segment boundaries and so the rounding of the sums.
+    np.testing.assert_allclose(weights(m), plain_weights(), rtol=1e-5, atol=1e-6)
+    same_on_every_rank(hvd, weights(m))
 
 
 @check
