@@ -4,8 +4,10 @@ and flags: the op library of graph mode, and the XLA kernels (mpirep_tf_xla.cc),
 TensorFlow's XLA headers and libtensorflow_cc and are optional (docs/tensorflow.md, "XLA and GPU
 nodes").
 
-Installing mpirep never compiles it: the first use does (or `python -m mpirep.tensorflow.build`,
-ahead of a job), and a failure only makes the caller fall back to the numpy_function bridge.
+Installing mpirep never compiles them: the first use does (or `python -m mpirep.tensorflow.build`,
+ahead of a job). A failure to build the op library only makes the caller fall back to the
+numpy_function bridge; one to build the XLA kernels is remembered in the cache entry and said only
+when a jit-compiled function holds a collective.
 Ranks starting together take a file lock, so one rank per cache directory compiles, saying so
 on stderr, while the others wait quietly for its result.
 """
@@ -23,7 +25,6 @@ from pathlib import Path
 import tensorflow as tf
 
 from mpirep._source_tree import native_dir
-
 
 
 class _Library:

@@ -8,7 +8,8 @@ traced, naming the fix, instead of TensorFlow's "No registered OpKernel" at the 
 
 - on TensorFlow releases whose XLA kernels do not build (docs/tensorflow.md, "Limits");
 - for a function compiled for an accelerator: the custom call exists for the host only;
-- for allgather, alltoall and reducescatter, whose output shapes depend on the other ranks;
+- for allgather, alltoall and reducescatter, whose output shapes depend on the other ranks,
+  and for join;
 - when TensorFlow compiled with XLA before ``init()`` loaded the kernels: tf2xla takes in the
   kernels it knows once per process.
 """
