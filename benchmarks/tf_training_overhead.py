@@ -10,8 +10,8 @@ Methods: "alone": rank 0 trains with a plain Keras optimizer (no mpirep in the s
 other ranks wait without using a core; "all ranks, no mpirep": every rank trains so, without
 communicating (what the host's cores allow N ranks); "mpirep, cycle C ms": every rank trains with
 DistributedOptimizer, mpirep started with cycle_time_ms=C (restarted between blocks when several
-cycle times are measured). With --xla (the default), "alone, XLA" and "mpirep, XLA, cycle C ms"
-are the same compiled with jit_compile=True, mpirep's allreduce then one custom call per step
+cycle times are measured). With --xla (the default), "alone, XLA", "all ranks, no mpirep, XLA"
+and "mpirep, XLA, cycle C ms" are the same compiled with jit_compile=True, mpirep's allreduce then one custom call per step
 (docs/tensorflow.md, "XLA and GPU nodes"). Each process uses one intra-op thread. Reported:
 images/sec per rank (median over blocks), and the median over rounds of each round's ratio to
 "alone" ("alone, XLA" for the XLA methods), with its quartiles: at np=1 the overhead (mpirep vs
@@ -107,6 +107,8 @@ def main():
         methods[f"mpirep, cycle {cycle:g} ms"] = (cycle, lambda steps: fit(distributed, steps))
     if args.xla:
         methods["alone, XLA"] = (None, alone(plain_xla))
+        if size > 1:
+            methods["all ranks, no mpirep, XLA"] = (None, lambda steps: fit(plain_xla, steps))
         for cycle in cycles:
             methods[f"mpirep, XLA, cycle {cycle:g} ms"] = (
                 cycle, lambda steps: fit(distributed_xla, steps))
