@@ -11,8 +11,9 @@ other ranks wait without using a core; "all ranks, no mpirep": every rank trains
 communicating (what the host's cores allow N ranks); "mpirep, cycle C ms": every rank trains with
 DistributedOptimizer, mpirep started with cycle_time_ms=C (restarted between blocks when several
 cycle times are measured). With --xla (the default), "alone, XLA", "all ranks, no mpirep, XLA"
-and "mpirep, XLA, cycle C ms" are the same compiled with jit_compile=True, mpirep's allreduce then one custom call per step
-(docs/tensorflow.md, "XLA and GPU nodes"). Each process uses one intra-op thread. Reported:
+and "mpirep, XLA, cycle C ms" are the same compiled with jit_compile=True, mpirep's allreduce
+then one custom call per step (docs/tensorflow.md, "XLA and GPU nodes"). Each process uses one
+intra-op thread. Reported:
 images/sec per rank (median over blocks), and the median over rounds of each round's ratio to
 "alone" ("alone, XLA" for the XLA methods), with its quartiles: at np=1 the overhead (mpirep vs
 alone), at more ranks the scaling efficiency, total rate / (ranks * rate alone).
