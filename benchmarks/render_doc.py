@@ -28,6 +28,7 @@ def render(results, out_dir):
         "tf_bridges": tf_bridges(results),
         "tf_resnet": tf_resnet(results),
         "tf_training": tf_training(results),
+        "tf_xla": tf_xla(results),
         "zero": zero(results),
         "elastic_commit": elastic_commit(results),
         "elastic_recovery": elastic_recovery(results),
@@ -242,6 +243,16 @@ def tf_training(results):
                          f"{low:.3f}-{high:.3f}"])
     return table(["ranks", "method", "images/s per rank", "ratio to alone", "quartiles"], rows,
                  ["---:", "---", "---:", "---:", "---:"])
+
+
+def tf_xla(results):
+    run = results.get("tf_xla")
+    if not run:
+        return missing(results, "tf_xla")
+    rows = [[name, f"{r['cached_tensors'] + r['requests_sent']:.2f}", f"{r['slow_rounds']:.2f}",
+             f"{r['collectives']:.2f}", f"{r['gradients_per_collective']:.2f}"]
+            for name, r in run["results"].items()]
+    return table(["step", "tensors", "slow rounds", "collectives", "gradients each"], rows)
 
 
 def _zero_step_row(label, step):

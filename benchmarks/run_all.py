@@ -57,7 +57,8 @@ class Settings:
             "tf_allreduce_bridges": ["--quick"] if smoke else [],
             "tf_resnet50_round": ["--repeats", "1"] if smoke else [],
             "tf_training_overhead": ["--rounds", "1", "--steps", "2", "--cycle-times", "0"] if smoke
-                                    else ["--rounds", "4", "--cycle-times", "0"],
+                                    else ["--rounds", "5", "--cycle-times", "0"],
+            "tf_xla_collectives": ["--steps", "5"] if smoke else [],
             "elastic_recovery": ["--repeats", "1", "--runs", "1", "--steps", "4"] if smoke else [],
             "across_hosts": ["--quick", "--rates", "1gbit"] if smoke else [],
             "zero_optimizer": ["--state-model", "small_resnet", "--blocks", "1", "--steps", "2"] if smoke
@@ -136,13 +137,14 @@ def measure(settings, runner, hosts, cost_model_measure):
         results["tf_resnet50_round"] = runner.mpi("tf_resnet50_round", 2, a["tf_resnet50_round"], 900)
         results["tf_training"] = {str(n): runner.mpi("tf_training_overhead", n, a["tf_training_overhead"], 1800)
                                   for n in (1, 2)}
+        results["tf_xla"] = runner.mpi("tf_xla_collectives", 2, a["tf_xla_collectives"], 900)
         # Step times at 2 ranks; the state alone at 4.
         results["zero"] = {str(n): runner.mpi("zero_optimizer", n, a["zero_optimizer"] + ([] if n == 2 else ["--blocks", "0"]),
                                               1800) for n in (2, 4)}
         elastic_args = a["elastic_recovery"] + ([] if hosts else ["--commit-only"])
         results["elastic"] = runner.python("elastic_recovery", elastic_args)
     else:
-        for name in ("tf_bridges", "tf_resnet50_round", "tf_training", "zero", "elastic"):
+        for name in ("tf_bridges", "tf_resnet50_round", "tf_training", "tf_xla", "zero", "elastic"):
             skipped[name] = "TensorFlow is not installed"
     if hosts:
         results["hosts"] = runner.python("across_hosts", a["across_hosts"], 7200)

@@ -10,10 +10,13 @@ Methods: "alone": rank 0 trains with a plain Keras optimizer (no mpirep in the s
 other ranks wait without using a core; "all ranks, no mpirep": every rank trains so, without
 communicating (what the host's cores allow N ranks); "mpirep, cycle C ms": every rank trains with
 DistributedOptimizer, mpirep started with cycle_time_ms=C (restarted between blocks when several
-cycle times are measured). Each process uses one intra-op thread. Reported: images/sec per rank
-(median over blocks), and the median over rounds of each round's ratio to "alone" (with its
-quartiles): at np=1 the overhead (mpirep vs alone), at more ranks the scaling efficiency, total
-rate / (ranks * rate alone).
+cycle times are measured). With --xla (the default), "alone, XLA", "all ranks, no mpirep, XLA"
+and "mpirep, XLA, cycle C ms" are the same compiled with jit_compile=True, mpirep's allreduce
+then one custom call per step (docs/tensorflow.md, "XLA and GPU nodes"). Each process uses one
+intra-op thread. Reported:
+images/sec per rank (median over blocks), and the median over rounds of each round's ratio to
+"alone" ("alone, XLA" for the XLA methods), with its quartiles: at np=1 the overhead (mpirep vs
+alone), at more ranks the scaling efficiency, total rate / (ranks * rate alone).
 """
 
 import argparse
@@ -36,10 +39,10 @@ def mobilenet_v2():
 MODELS = {"small_resnet": (small_resnet, 32), "mobilenetv2": (mobilenet_v2, 64)}  # image px
 
 
-def compiled(build, optimizer):
+def compiled(build, optimizer, jit_compile=False):
     tf.keras.utils.set_random_seed(1)
     model = build()
-    model.compile(optimizer=optimizer,
+    model.compile(optimizer=optimizer, jit_compile=jit_compile,
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -58,6 +61,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20, help="steps per timed block")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--cycle-times", default="0,2", help="ms, comma-separated")
+    parser.add_argument("--xla", action=argparse.BooleanOptionalAction, default=True,
+                        help="also the same steps compiled with jit_compile=True")
     parser.add_argument("--json", help="write the results to this file (rank 0)")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -65,19 +70,25 @@ def main():
     rank, size = comm.Get_rank(), comm.Get_size()
     cycles = [float(c) for c in args.cycle_times.split(",")]
 
-    mpirep.init()
+    hvd.init()  # also loads the XLA kernels, before the first XLA compilation
     build, image = MODELS[args.model]
     data = synthetic_data(args.batch_size, rank, image)
     plain = compiled(build, tf.keras.optimizers.SGD(0.01))
     distributed = compiled(build, hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)))
+    if args.xla:
+        plain_xla = compiled(build, tf.keras.optimizers.SGD(0.01), jit_compile=True)
+        distributed_xla = compiled(build, hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01)),
+                                   jit_compile=True)
 
     def fit(model, steps):
         model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
 
-    def run_alone(steps):
-        if rank == 0:
-            fit(plain, steps)
-        comm.Barrier() if size == 1 else idle_wait(comm)
+    def alone(model):
+        def run(steps):
+            if rank == 0:
+                fit(model, steps)
+            comm.Barrier() if size == 1 else idle_wait(comm)
+        return run
 
     current_cycle = None
 
@@ -90,11 +101,18 @@ def main():
             mpirep.init(cycle_time_ms=cycle)
             current_cycle = cycle
 
-    methods = {"alone": (None, run_alone)}
+    methods = {"alone": (None, alone(plain))}
     if size > 1:  # what the host gives N ranks that do not communicate: the ceiling
         methods["all ranks, no mpirep"] = (None, lambda steps: fit(plain, steps))
     for cycle in cycles:
         methods[f"mpirep, cycle {cycle:g} ms"] = (cycle, lambda steps: fit(distributed, steps))
+    if args.xla:
+        methods["alone, XLA"] = (None, alone(plain_xla))
+        if size > 1:
+            methods["all ranks, no mpirep, XLA"] = (None, lambda steps: fit(plain_xla, steps))
+        for cycle in cycles:
+            methods[f"mpirep, XLA, cycle {cycle:g} ms"] = (
+                cycle, lambda steps: fit(distributed_xla, steps))
     for cycle, run in methods.values():  # trace and warm up
         restart(cycle)
         run(3)
@@ -118,7 +136,8 @@ def main():
         print(f"{'method':24}{'img/s per rank':>16}{'ratio to alone':>16}{'quartiles':>16}")
         results = {}
         for name, rate in rates.items():
-            ratios = [a / s for a, s in zip(seconds["alone"], seconds[name])]
+            baseline = seconds["alone, XLA" if "XLA" in name else "alone"]
+            ratios = [a / s for a, s in zip(baseline, seconds[name])]
             low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
             print(f"{name:24}{rate:16.1f}{statistics.median(ratios):16.3f}{f'{low:.3f}-{high:.3f}':>16}")
             results[name] = {"images_per_sec_per_rank": rate, "ratio_to_alone": statistics.median(ratios),

@@ -55,7 +55,14 @@ _OP_LIBRARY_CACHED = (
     "    sys.exit('not built yet for this TensorFlow; the first TensorFlow collective compiles "
     "it (about half a minute), or build it now with --build-tf-ops')\n"
     "print(library)")
-_OP_LIBRARY_BUILD = "from mpirep.tensorflow import _op_library; print(_op_library.library_path())"
+# The XLA kernels too, where this TensorFlow allows: a failure is remembered in the cache and
+# said when a jit-compiled function needs them (docs/tensorflow.md, "XLA and GPU nodes").
+_OP_LIBRARY_BUILD = ("from mpirep.tensorflow import _op_library\n"
+                     "print(_op_library.library_path())\n"
+                     "try:\n"
+                     "    _op_library.library_path(_op_library.XLA)\n"
+                     "except _op_library.BuildError:\n"
+                     "    pass")
 PROBE_TIMEOUT = 120
 BUILD_TIMEOUT = 900  # importing TensorFlow and compiling, on a busy login node
 
@@ -87,7 +94,8 @@ def _op_library_line(python, build, progress):
     """The TensorFlow op library: built (now, if ``build``) or not yet."""
     if not build:
         return _probe(_OP_LIBRARY_CACHED, python)
-    progress("building the TensorFlow op library unless it is built (about half a minute)")
+    progress("building the TensorFlow op library and its XLA kernels unless they are built "
+             "(about a minute and a half)")
     ok, detail = _probe(_OP_LIBRARY_BUILD, python, timeout=BUILD_TIMEOUT)
     if ok:
         return ok, detail

@@ -105,9 +105,9 @@ def assert_passed(job, ranks):
 
 
 def build_op_library():
-    """Builds the TensorFlow op library once, before jobs whose ranks would otherwise all wait
-    for one of them to build it; returns its path."""
-    done = subprocess.run([sys.executable, "-c", "from mpirep.tensorflow import _op_library as b; "
-                           "print(b.library_path())"], cwd=REPO, env=job_env(), check=True,
-                          timeout=300, stdout=subprocess.PIPE, text=True)
+    """Builds the TensorFlow op library, and the XLA kernels where they build, once, before jobs
+    whose ranks would otherwise all wait for one of them to build it; returns the op library's
+    path."""
+    done = subprocess.run([sys.executable, "-m", "mpirep.tensorflow.build"], cwd=REPO,
+                          env=job_env(), check=True, timeout=600, stdout=subprocess.PIPE, text=True)
     return Path(done.stdout.strip())

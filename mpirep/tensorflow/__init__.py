@@ -61,6 +61,7 @@ from mpirep.tensorflow.mpi_ops import (
 from mpirep.tensorflow.optimizer import DistributedOptimizer, PartialDistributedOptimizer
 from mpirep.tensorflow import util  # noqa: F401  (hvd.util._executing_eagerly)
 from mpirep.tensorflow.zero import ZeroRedundancyOptimizer
+from mpirep.tensorflow._xla import XlaCollectiveError
 from mpirep.tensorflow.rank_ops import (
     local_rank_op,
     local_size_op,

@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 import mpirep
-from mpirep.tensorflow import _bridge, mpi_ops
+from mpirep.tensorflow import _bridge, _xla, mpi_ops
 from mpirep.tensorflow.compression import Compression
 from mpirep.tensorflow.process_sets import global_process_set
 
@@ -49,7 +49,9 @@ class GradientReducer:
         grads = list(grads)
         if _has_one_rank(self.process_set):
             return grads
-        if self.sparse_as_dense:
+        # Under XLA a sparse gradient's allgather cannot be compiled (its rows depend on the
+        # other ranks), so it is reduced dense there.
+        if self.sparse_as_dense or _xla.tracing_for_xla():
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in grads]
         local = ({i for i, v in enumerate(variables) if v in local_sources}
@@ -92,7 +94,9 @@ class GradientReducer:
         if self.num_groups:
             size = -(-len(dense) // self.num_groups)
             return [dense[k:k + size] for k in range(0, len(dense), size)]
-        if _bridge.bridge().holds_a_thread_while_waiting:
+        # A custom call under XLA blocks its thread: one per gradient would take a negotiation
+        # round each, one after another.
+        if _xla.tracing_for_xla() or _bridge.bridge().holds_a_thread_while_waiting:
             return [dense] if dense else []
         return [[i] for i in dense]
 

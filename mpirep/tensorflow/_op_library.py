@@ -1,8 +1,13 @@
-"""Builds the TensorFlow op library (native/bindings/tensorflow) against the installed TensorFlow,
-once, into a cache directory keyed by the TensorFlow version and a hash of the sources and flags.
+"""Builds the TensorFlow op libraries (native/bindings/tensorflow) against the installed
+TensorFlow, once, into a cache directory keyed by the TensorFlow version and a hash of the sources
+and flags: the op library of graph mode, and the XLA kernels (mpirep_tf_xla.cc), which need
+TensorFlow's XLA headers and libtensorflow_cc and are optional (docs/tensorflow.md, "XLA and GPU
+nodes").
 
-Installing mpirep never compiles it: the first use does (or `python -m mpirep.tensorflow.build`,
-ahead of a job), and a failure only makes the caller fall back to the numpy_function bridge.
+Installing mpirep never compiles them: the first use does (or `python -m mpirep.tensorflow.build`,
+ahead of a job). A failure to build the op library only makes the caller fall back to the
+numpy_function bridge; one to build the XLA kernels is remembered in the cache entry and said only
+when a jit-compiled function holds a collective.
 Ranks starting together take a file lock, so one rank per cache directory compiles, saying so
 on stderr, while the others wait quietly for its result.
 """
@@ -21,18 +26,30 @@ import tensorflow as tf
 
 from mpirep._source_tree import native_dir
 
-# The op library's source, then every header it includes.
-_SOURCE_NAMES = ("bindings/tensorflow/mpirep_tf_ops.cc", "bindings/tensorflow/tf_compat.h",
-                 "bindings/c_api.h", "core/common.h")
+
+class _Library:
+    """One library: its source, then every header of ours it includes, and its file's name."""
+
+    def __init__(self, file_name, sources, xla=False):
+        self.file_name = file_name
+        self.sources = sources
+        self.xla = xla
+
+
+OPS = _Library("mpirep_tf_ops.so", ("bindings/tensorflow/mpirep_tf_ops.cc",
+                                    "bindings/tensorflow/tf_compat.h", "bindings/c_api.h",
+                                    "core/common.h"))
+XLA = _Library("mpirep_tf_xla.so", ("bindings/tensorflow/mpirep_tf_xla.cc", "bindings/c_api.h",
+                                    "core/common.h"), xla=True)
 
 
 class BuildError(RuntimeError):
     """The op library could not be compiled; the message carries the compiler's output."""
 
 
-def _source_dir():
+def _source_dir(library):
     try:
-        return native_dir(*_SOURCE_NAMES)
+        return native_dir(*library.sources)
     except FileNotFoundError as error:
         raise BuildError(str(error)) from None
 
@@ -48,70 +65,101 @@ def _compiler():
     return (os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "g++").split()
 
 
-def _command(sources, output):
+def _xla_flags():
+    """What the XLA kernels need beyond the op library's flags. The XLA headers TensorFlow ships
+    include two third-party libraries by paths its own flags do not name, and the tf2xla and
+    XLA builder symbols live in libtensorflow_cc, which get_link_flags() leaves out."""
+    include = Path(tf.sysconfig.get_include())
+    package = Path(tf.sysconfig.get_lib())
+    return ([f"-I{include / 'external' / 'highwayhash'}",
+             f"-I{include / 'external' / 'farmhash_archive' / 'src'}"],
+            [f"-L{package}", "-l:libtensorflow_cc.so.2", f"-Wl,-rpath,{package}",
+             "-Wl,--no-undefined"])
+
+
+def _command(library, sources, output):
+    compile_extra, link_extra = _xla_flags() if library.xla else ([], [])
     return (_compiler()
             + ["-shared", "-fPIC", "-O2", "-Wno-deprecated-declarations", f"-I{sources}"]
-            + tf.sysconfig.get_compile_flags()
-            + [str(sources / _SOURCE_NAMES[0]), "-o", str(output)]
-            + tf.sysconfig.get_link_flags())
+            + tf.sysconfig.get_compile_flags() + compile_extra
+            + [str(sources / library.sources[0]), "-o", str(output)]
+            + tf.sysconfig.get_link_flags() + link_extra)
 
 
-def _location():
+def _location(library):
     """(sources, cache entry, library file). The entry is keyed by the TensorFlow version and a
     hash of the sources and flags, but not of the compiler's name: a library built on a login
     node is found on compute nodes whose CXX differs, or that have no compiler at all."""
-    sources = _source_dir()
+    sources = _source_dir(library)
     digest = hashlib.sha256()
-    for name in _SOURCE_NAMES:
+    for name in library.sources:
         digest.update((sources / name).read_bytes())
-    digest.update(" ".join(_command(sources, "out")[len(_compiler()):]).encode())
+    digest.update(" ".join(_command(library, sources, "out")[len(_compiler()):]).encode())
     directory = _cache_root() / f"tf-{tf.__version__}-{digest.hexdigest()[:16]}"
-    return sources, directory, directory / "mpirep_tf_ops.so"
+    return sources, directory, directory / library.file_name
 
 
-def cached_library():
+def cached_library(library=OPS):
     """The built library, or None if this TensorFlow's is not built yet. Compiles nothing."""
-    library = _location()[2]
-    return library if library.is_file() else None
+    path = _location(library)[2]
+    return path if path.is_file() else None
 
 
-def library_path():
-    """The path of the built library, compiling it first if the cache lacks it."""
-    sources, directory, library = _location()
-    if library.is_file():
-        return library
+def library_path(library=OPS):
+    """The path of the built library, compiling it first if the cache lacks it. A failed build
+    is remembered in the cache entry, so that each process does not try again."""
+    sources, directory, path = _location(library)
+    if path.is_file():
+        return path
+    failed = directory / "build-failed.txt"
+    if failed.is_file():
+        raise BuildError(failed.read_text())
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / "build.lock", "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another process is compiling it: wait for its result
             fcntl.flock(lock, fcntl.LOCK_EX)
-        if not library.is_file():  # not built meanwhile (or the other process failed)
-            _compile_saying_so(sources, directory, library)
-    return library
+        if failed.is_file():  # the other process failed
+            raise BuildError(failed.read_text())
+        if not path.is_file():  # not built meanwhile
+            _compile_saying_so(library, sources, directory, path)
+    return path
 
 
-def _compile_saying_so(sources, directory, library):
+def _compile_saying_so(library, sources, directory, path):
     """Compiles, with a line on stderr before and after: without them the first collective
     seems to hang for as long as the compiler runs."""
-    print(f"mpirep: compiling the TensorFlow op library for TensorFlow {tf.__version__} into "
-          f"{directory}. This takes about half a minute, once: later runs with this TensorFlow "
+    what, verb, takes = (("XLA kernels", "are", "a minute") if library.xla
+                         else ("op library", "is", "half a minute"))
+    print(f"mpirep: compiling the TensorFlow {what} for TensorFlow {tf.__version__} into "
+          f"{directory}. This takes about {takes}, once: later runs with this TensorFlow "
           "reuse it (`python -m mpirep.tensorflow.build` builds it ahead of a job).",
           file=sys.stderr, flush=True)
     started = time.monotonic()
-    _compile(sources, directory, library)
-    print(f"mpirep: the TensorFlow op library is ready ({time.monotonic() - started:.0f} s).",
+    try:
+        _compile(library, sources, directory, path)
+    except BuildError as error:
+        if not library.xla:
+            raise
+        # Optional: said only when a jit-compiled function needs them (mpirep/tensorflow/_xla.py).
+        (directory / "build-failed.txt").write_text(str(error))
+        print(f"mpirep: the TensorFlow {what} could not be built; XLA-compiled functions cannot "
+              "hold mpirep's collectives with this TensorFlow.", file=sys.stderr, flush=True)
+        raise
+    print(f"mpirep: the TensorFlow {what} {verb} ready ({time.monotonic() - started:.0f} s).",
           file=sys.stderr, flush=True)
 
 
-def _compile(sources, directory, library):
+def _compile(library, sources, directory, path):
     fd, scratch = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(fd)
     try:
-        result = subprocess.run(_command(sources, scratch), capture_output=True, text=True)
+        result = subprocess.run(_command(library, sources, scratch), capture_output=True,
+                                text=True)
         if result.returncode != 0:
             raise BuildError(result.stderr[-4000:])
-        os.replace(scratch, library)  # atomic: no rank ever loads a half-written library
+        os.replace(scratch, path)  # atomic: no rank ever loads a half-written library
     except OSError as error:
         raise BuildError(str(error)) from error
     finally:

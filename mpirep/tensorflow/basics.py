@@ -1,13 +1,16 @@
 """Starting mpirep and asking about the job and the build, with horovod.tensorflow's names."""
 
 import mpirep
-from mpirep.tensorflow import process_sets
+from mpirep.tensorflow import _xla, process_sets
 
 
 def init(comm=None, process_sets=None, **settings):
     """Starts mpirep (see :func:`mpirep.init`; ``comm`` may be a communicator or a list of
-    ranks); ``process_sets`` are registered afterwards, in the order given, as Horovod does."""
+    ranks); ``process_sets`` are registered afterwards, in the order given, as Horovod does.
+    Also loads the XLA kernels (building them on first use), which must be in the process
+    before TensorFlow first compiles anything with XLA."""
     mpirep.init(comm, **settings)
+    _xla.load()
     return [_register(s) for s in (process_sets or [])]
 
 

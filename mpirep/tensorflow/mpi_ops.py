@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import mpirep
 from mpirep import session
-from mpirep.tensorflow import _bridge
+from mpirep.tensorflow import _bridge, _xla
 from mpirep.tensorflow._errors import to_tf_error
 from mpirep.tensorflow._naming import tensor_name
 from mpirep.tensorflow.compression import Compression
@@ -63,8 +63,8 @@ def _differentiable(forward):
 
 
 class _Target:
-    """Where an op runs: the bridge, and the process set's core id, this rank's number in it
-    and its size."""
+    """Where an op runs: the bridge (or, in a function that XLA compiles, mpirep's XLA
+    kernels), and the process set's core id, this rank's number in it and its size."""
 
     __slots__ = ("bridge", "set_id", "rank", "size")
 
@@ -78,9 +78,17 @@ class _Target:
         return set_root(self.set_id, root_rank)
 
     def run(self, collective, tensor, name, **kwargs):
+        if _xla.tracing_for_xla():
+            _xla.check(collective, [tf.convert_to_tensor(tensor)])
+            output, = _xla.run_group(collective, [tensor], [name], process_set=self.set_id,
+                                     **kwargs)
+            return output, tf.zeros([0], tf.int64)
         return self.bridge.run(collective, tensor, name, process_set=self.set_id, **kwargs)
 
     def run_group(self, collective, tensors, names, **kwargs):
+        if _xla.tracing_for_xla():
+            return _xla.run_group(collective, tensors, names, group=names[0] if names else "",
+                                  process_set=self.set_id, **kwargs)
         return self.bridge.run_group(collective, tensors, names, process_set=self.set_id,
                                      **kwargs)
 
@@ -437,6 +445,8 @@ def join():
     session._require_init()
     if tf.executing_eagerly():
         return tf.constant(_join_now(), tf.int32)
+    if _xla.tracing_for_xla():
+        _xla.check("join", [])
     last = tf.numpy_function(lambda: np.int32(_join_now()), [], tf.int32, stateful=True,
                              name="mpirep_join")
     last.set_shape([])

@@ -225,6 +225,33 @@ def test_timeline_of_keras_training_started_at_run_time(tmp_path):
     assert trace_events.cycles(events)
 
 
+# jit_compile on the CPU through mpirep's XLA kernels, Keras 3's "auto" with a GPU listed, and
+# the errors that name the fix (docs/tensorflow.md, "XLA and GPU nodes"). Where the kernels
+# cannot be built (TensorFlow 2.12) the job checks the fallback instead.
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_collectives_and_training_under_xla(ranks, tmp_path):
+    path = tmp_path / "xla.json"
+    job = mpirun(ranks, [JOBS / "xla_job.py", path], 300)
+    assert_passed(job, ranks)
+    if ranks == 1 or not path.exists():
+        return  # one rank reduces no gradient; without the kernels nothing is jitted
+    # The jitted step's one custom call hands the core all four gradients (Dense(16), Dense(1):
+    # kernels and biases) as one group, named as graph mode names a group, once per step. They
+    # run fused when they reach a round together, which is usual but not guaranteed.
+    tracks = trace_events.tracks(trace_events.load(path))
+    assert set(tracks) == {f"gradients.0.{i}" for i in range(4)}, sorted(tracks)
+    steps = 96 // ranks // 8
+    for name, spans in tracks.items():
+        operations = trace_events.operations(spans)
+        assert len(operations) == steps, (name, operations)
+        for operation in operations:
+            assert 1 <= operation[-1]["args"]["fused_tensors"] <= 4, (name, operation)
+
+
+def test_xla_compiled_before_init_names_the_fix():
+    assert_passed(mpirun(1, [JOBS / "xla_late_init_job.py"], TIMEOUT_S), 1)
+
+
 def test_stall_shutdown_is_deadline_exceeded_on_every_rank():
     env = {"MPIREP_STALL_SHUTDOWN_TIME_SECONDS": "2", "MPIREP_TF_BRIDGE": "native"}
     assert_passed(mpirun(3, [JOBS / "stall_job.py"], TIMEOUT_S, env=env), 3)

@@ -72,7 +72,8 @@ def test_build_tf_ops_builds_and_says_so_first(probes):
     said = []
     lines, ready = check_build.report({}, build_tf_ops=True, progress=said.append)
     assert lines[-2] == "[x] TensorFlow op library: /cache/tf-2.21.0-0123/mpirep_tf_ops.so"
-    assert said == ["building the TensorFlow op library unless it is built (about half a minute)"]
+    assert said == ["building the TensorFlow op library and its XLA kernels unless they are "
+                    "built (about a minute and a half)"]
     probes[check_build._TENSORFLOW] = (False, "ModuleNotFoundError: No module named 'tensorflow'")
     assert not any("op library" in line for line in check_build.report({}, build_tf_ops=True)[0])
 

@@ -15,6 +15,7 @@ from mpirep.tensorflow import (  # noqa: F401  (the shared part of the interface
     DistributedGradientTape,
     DistributedOptimizer,
     ProcessSet,
+    XlaCollectiveError,
     ZeroRedundancyOptimizer,
     add_process_set,
     allgather_object,

@@ -11,10 +11,17 @@ import mpirep
 from mpirep.tensorflow._gradients import VariableSet
 from mpirep.tensorflow._trackables import optimizer_variables
 from mpirep.tensorflow.functions import broadcast_variables
+from mpirep.tensorflow.keras import _jit
 from mpirep.tensorflow.keras.backup import BackupAndRestore  # noqa: F401
 from mpirep.tensorflow.mpi_ops import join
 
-_Callback = tf.keras.callbacks.Callback
+
+class _Callback(tf.keras.callbacks.Callback):
+    """Every mpirep callback, before the first step, compiles the train step without XLA where
+    XLA cannot hold mpirep's collectives (keras/_jit.py)."""
+
+    def on_train_begin(self, logs=None):
+        _jit.settle(self.model)
 
 
 def _broadcast_model_state(model, root_rank, local_variables=()):
@@ -41,6 +48,7 @@ class BroadcastGlobalVariablesCallback(_Callback):
         _broadcast_model_state(self.model, self.root_rank, self.local_variables)
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         # Every rank builds its model alike, so every rank takes this branch alike.
         if self.model.built:
             self._broadcast()
@@ -129,6 +137,7 @@ class LearningRateScheduleCallback(_Callback):
             momentum.assign(self._restore_momentum * new_lr / old_lr)
 
     def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
         if self.steps_per_epoch is None:
             self.steps_per_epoch = self.params.get("steps")
         if not self.staircase and not self.steps_per_epoch:
@@ -189,6 +198,10 @@ class BestModelCheckpoint(tf.keras.callbacks.ModelCheckpoint):
                  filepath="best.keras"):
         super().__init__(filepath, monitor=monitor, verbose=verbose, save_best_only=True,
                          mode=mode, save_freq=save_freq)
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        _jit.settle(self.model)
 
     def _save_model(self, *args, **kwargs):
         # Keras calls this on every rank at every save_freq point, whether or not it saves:
