@@ -61,7 +61,8 @@ namespace mpirep {
   X(BARRIER, barrier, 0, kSameShape, kZeros, RunBarrier)                                                      \
   X(JOIN, join, kJoins, kSameShape, kZeros, RunJoin)                                                          \
   X(ADD_PROCESS_SET, add_process_set, kAddsSet, kSameShape, kZeros, RunSetChange)                             \
-  X(REMOVE_PROCESS_SET, remove_process_set, kRemovesSet, kSameShape, kZeros, RunSetChange)
+  X(REMOVE_PROCESS_SET, remove_process_set, kRemovesSet, kSameShape, kZeros, RunSetChange)                  \
+  X(REDUCE, reduce, kReduces | kRooted | kCached, kSameShape, kZeros, RunReduce)
 
 // X(ENUM, python_name, canonical error code): the canonical code (absl::StatusCode, gRPC, and
 // TensorFlow's tf.errors, as Horovod raises them) that a framework reports the status as.
