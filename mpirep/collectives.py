@@ -251,6 +251,25 @@ def reducescatter(x, op=None, name=None, process_set=0, prescale_factor=1.0, pos
                                            postscale_factor))
 
 
+def reduce_async(x, root_rank=0, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                 process_set=0):
+    """Starts reducing ``x`` over all ranks (of ``process_set``) with ``op`` (default Average)
+    onto ``root_rank`` (in a process set, counted among the set's ranks). The root's result is
+    the reduction; every other rank's is zeros of ``x``'s shape and dtype (MPI leaves it
+    undefined). Every rank passes the same shape, op, root and scale factors, which act as for
+    allreduce."""
+    code = _op_code(op)  # before naming: a refused op takes no number from the unnamed ones
+    return submit("reduce", x, core_name("reduce", name, process_set), code, root_rank,
+                  prescale_factor, postscale_factor, None, process_set)
+
+
+def reduce(x, root_rank=0, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
+           process_set=0):
+    code = _op_code(op)
+    return _output(submit("reduce", x, core_name("reduce", name, process_set), code, root_rank,
+                          prescale_factor, postscale_factor, None, process_set, blocking=True))
+
+
 def alltoall_async(x, splits=None, name=None, process_set=0):
     """Starts sending ``splits[i]`` consecutive rows of ``x`` to rank i and receiving what
     every rank sends here, concatenated in rank order. Without splits, the first dimension is
