@@ -62,7 +62,8 @@ PyRef TraitsDict(const CollectiveTraits& t) {
       SetFlag(dict.get(), "cached", t.cached()) && SetFlag(dict.get(), "forwards", t.forwards()) &&
       SetFlag(dict.get(), "joins", t.joins()) && SetFlag(dict.get(), "changes_sets", t.changes_sets()) &&
       SetFlag(dict.get(), "same_shape", t.same_shape());
-  return ok ? dict : PyRef();
+  if (!ok) return PyRef();
+  return dict;
 }
 
 // collective name -> its traits (common.h, MPIREP_COLLECTIVES).
