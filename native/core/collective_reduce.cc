@@ -1,7 +1,7 @@
 // Reduce: the root gets the reduction of every rank's tensor, and every other rank gets zeros
 // of its shape (MPI leaves a non-root's result undefined; zeros are defined, and have no
 // gradient). A ring reduce-scatter leaves each rank one finished segment, which it then sends
-// to the root: every link carries the buffer about once, half of what an allreduce moves.
+// to the root: the root receives what an allreduce would bring it, every other rank half.
 #include <algorithm>
 #include <cstring>
 
