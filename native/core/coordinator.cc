@@ -116,12 +116,12 @@ Response Coordinator::Decide(const std::string& name, const Pending& p, bool* gr
     response.error_code = StatusCode::UNSUPPORTED;
     response.error = "tensor '" + name + "': " + why;
   };
-  const std::string what = CollectiveName(first.collective);
+  const char* what = CollectiveName(first.collective);
   if (!joined.empty() && traits.joined == collective_traits::kRefuses) {
-    unsupported(what + " cannot run while rank" + std::string(joined.size() > 1 ? "s " : " ") + RankList(joined) +
+    unsupported(std::string(what) + " cannot run while rank" + std::string(joined.size() > 1 ? "s " : " ") + RankList(joined) +
                 " have joined");
   } else if (traits.rooted() && !p.submitted[p.members[first.root]]) {
-    unsupported(what + " from root rank " + std::to_string(first.root) + ", which has joined");
+    unsupported(std::string(what) + " from root rank " + std::to_string(first.root) + ", which has joined");
   } else if (traits.ragged() && !traits.splits()) {  // each rank's rows, which every rank gathers
     for (int r : p.members) {
       response.first_dims.push_back(p.submitted[r] && !p.by_rank[r].shape.empty() ? p.by_rank[r].shape[0] : 0);
