@@ -49,7 +49,8 @@ def test_reduce_root_out_of_range(root):
     root = n if root == "size" else root
     with pytest.raises(mpirep.InvalidArgumentError) as error:
         mpirep.reduce(np.zeros(3), root_rank=root)
-    assert str(error.value).startswith(f"rank {mpirep.rank()}: root rank {root} is outside 0..{n - 1}")
+    assert str(error.value).startswith(
+        f"rank {mpirep.rank()}: root rank {root} is outside 0..{n - 1}"), error.value
     assert_next_collective_works(f"reduce_root{root}")
 
 

@@ -10,8 +10,8 @@ import re
 from mpijob import REPO
 
 TRAIT_FILES = {"native/core/common.h", "native/core/common.cc"}
-CPP_COMPARISON = re.compile(
-    r"[=!]=\s*(?:mpirep::)?Collective::\w+|(?:mpirep::)?Collective::\w+\s*[=!]=|case\s+(?:mpirep::)?Collective::")
+NAMED = r"(?:mpirep::)?Collective::"
+CPP_COMPARISON = re.compile(rf"[=!]=\s*{NAMED}\w+|{NAMED}\w+\s*[=!]=|case\s+{NAMED}")
 PY_COMPARISON = re.compile(r"\bcollective\s*(?:[=!]=|(?:not\s+)?in)\s*[(\[{'\"]")
 
 
@@ -38,8 +38,8 @@ def collective_comparisons(root):
 
 def test_collectives_are_told_apart_only_by_their_traits():
     found = collective_comparisons(REPO)
-    assert not found, ("compare a collective's traits (common.h, MPIREP_COLLECTIVES) instead, or put the "
-                       "code in its collective_<name>.cc:\n" + "\n".join(found))
+    assert not found, ("compare a collective's traits (common.h, MPIREP_COLLECTIVES) instead, or "
+                       "put the code in its collective_<name>.cc:\n" + "\n".join(found))
 
 
 PATH_TOKEN = re.compile(r"^[\w./-]+(?:\.(?:h|cc|py|def|md|toml|sh)|/)$")
@@ -73,6 +73,6 @@ def _exists(name, page):
 def test_every_path_the_architecture_page_names_exists():
     page = REPO / "docs" / "architecture.md"
     names = named_paths(page)
-    assert len(names) > 30, sorted(names)  # the page's walk names many; a parse that finds few is broken
+    assert len(names) > 30, sorted(names)  # the page names many: a parse that finds few is broken
     missing = sorted(n for n in names if not _exists(n, page))
     assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
