@@ -314,8 +314,8 @@ def join():
     this rank takes part in the other ranks' collectives with zeros (allreduce, reduce,
     reducescatter) or no rows (allgather); Average still divides by the number of all ranks.
     Alltoall, and a broadcast or reduce whose root has joined, fail while a rank has joined.
-    Returns the rank that joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
-    issued different numbers of them before joining line up again."""
+    Returns the rank that joined last. Unnamed operations are numbered from zero again
+    afterwards, so ranks that issued different numbers of them before joining line up again."""
     last = _last_joined_rank(submit("join", np.zeros(0, np.uint8), core_name("join"), blocking=True))
     _naming.restart_numbering()
     return last
