@@ -120,6 +120,7 @@ void CheckPhases(int n) {
     exchange.splits.assign(n, 1);
     work[r].Submit(exchange, std::vector<int32_t>(n, r));
     work[r].Submit(Make(Collective::BARRIER, "barrier", DataType::UINT8, {0}), std::vector<uint8_t>{});
+    work[r].Submit(Make(Collective::REDUCE, "reduce", DataType::INT32, {n}), std::vector<int32_t>(n, r));
   }
   const std::vector<Outcome> outcomes = Run(work);
   for (int r = 0; r < n; ++r) {
@@ -133,6 +134,7 @@ void CheckPhases(int n) {
     CHECK(phases.at("scatter") == (Phases{"RING_REDUCESCATTER", "UNPACK"}));
     CHECK(phases.at("exchange") == (Phases{"PACK", "PAIRWISE_ALLTOALL"}));
     CHECK(phases.at("barrier").empty());
+    CHECK(phases.at("reduce") == (Phases{"RING_REDUCESCATTER", "GATHER_TO_ROOT"}), << "the root reduces into its output");
   }
   const std::vector<Outcome> shared = Run(work, 0, 1 << 20, /*shm=*/true);
   for (int r = 0; r < n; ++r) {
