@@ -8,7 +8,7 @@
 
 namespace mpirep {
 
-Coordinator::Coordinator(int size, const ProcessSets& sets)
+Coordinator::Coordinator(int size, ProcessSets& sets)
     : size_(size), sets_(sets), departed_(size), joined_(size, false) {}
 
 const Request& Coordinator::AnyRequest(const Pending& p) const {
@@ -142,8 +142,8 @@ Response Coordinator::Decide(const std::string& name, const Pending& p, bool* gr
   return response;
 }
 
-// Creating a set gives it the next id; removing one fails what still waits in it. The registry
-// changes when the rounds accept the response, on every rank at the same point.
+// Creating a set takes the registry's next id; removing one fails what still waits in it. The
+// registry's sets change when the rounds accept the response, on every rank at the same point.
 void Coordinator::DecideProcessSetChange(const std::string& name, const Request& request, Response* response) {
   auto reject = [&](const std::string& why) {
     response->kind = Response::Kind::ERROR;
@@ -151,7 +151,7 @@ void Coordinator::DecideProcessSetChange(const std::string& name, const Request&
     response->error = "'" + name + "': " + why;
   };
   if (Traits(request.collective).adds_set()) {
-    response->new_set_id = next_set_id_++;
+    response->new_set_id = sets_.NewId();
     response->new_set_ranks = request.new_set_ranks;
     return;
   }

@@ -73,7 +73,7 @@ inline Request Make(Collective collective, const std::string& name, DataType dty
 
 // Rank 0's part, done here for all ranks at once: negotiation, then the fusion plan.
 inline std::vector<Response> Negotiate(const std::vector<RankWork>& work, int64_t fusion_threshold) {
-  const ProcessSets sets(static_cast<int>(work.size()));
+  ProcessSets sets(static_cast<int>(work.size()));
   Coordinator coordinator(static_cast<int>(work.size()), sets);
   const auto now = Coordinator::Clock::now();
   for (int r = 0; r < static_cast<int>(work.size()); ++r) {
