@@ -27,6 +27,8 @@ from mpirep.collectives import (
     process_set_rank,
     process_set_ranks,
     process_set_size,
+    reduce,
+    reduce_async,
     reducescatter,
     reducescatter_async,
     remove_process_set,

@@ -251,6 +251,25 @@ def reducescatter(x, op=None, name=None, process_set=0, prescale_factor=1.0, pos
                                            postscale_factor))
 
 
+def reduce_async(x, root_rank=0, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                 process_set=0):
+    """Starts reducing ``x`` over all ranks (of ``process_set``) with ``op`` (default Average)
+    onto ``root_rank`` (in a process set, counted among the set's ranks). The root's result is
+    the reduction; every other rank's is zeros of ``x``'s shape and dtype (MPI leaves it
+    undefined). Every rank passes the same shape, op, root and scale factors, which act as for
+    allreduce."""
+    code = _op_code(op)  # before naming: a refused op takes no number from the unnamed ones
+    return submit("reduce", x, core_name("reduce", name, process_set), code, root_rank,
+                  prescale_factor, postscale_factor, None, process_set)
+
+
+def reduce(x, root_rank=0, op=None, name=None, prescale_factor=1.0, postscale_factor=1.0,
+           process_set=0):
+    code = _op_code(op)
+    return _output(submit("reduce", x, core_name("reduce", name, process_set), code, root_rank,
+                          prescale_factor, postscale_factor, None, process_set, blocking=True))
+
+
 def alltoall_async(x, splits=None, name=None, process_set=0):
     """Starts sending ``splits[i]`` consecutive rows of ``x`` to rank i and receiving what
     every rank sends here, concatenated in rank order. Without splits, the first dimension is
@@ -292,11 +311,11 @@ def alltoall(x, splits=None, name=None, process_set=0):
 
 def join():
     """Says this rank has run out of work, and waits until every rank has said so. Meanwhile
-    this rank takes part in the other ranks' collectives with zeros (allreduce, reducescatter)
-    or no rows (allgather); Average still divides by the number of all ranks. Alltoall, and a
-    broadcast from a rank that has joined, fail while a rank has joined. Returns the rank that
-    joined last. Unnamed operations are numbered from zero again afterwards, so ranks that
-    issued different numbers of them before joining line up again."""
+    this rank takes part in the other ranks' collectives with zeros (allreduce, reduce,
+    reducescatter) or no rows (allgather); Average still divides by the number of all ranks.
+    Alltoall, and a broadcast or reduce whose root has joined, fail while a rank has joined.
+    Returns the rank that joined last. Unnamed operations are numbered from zero again
+    afterwards, so ranks that issued different numbers of them before joining line up again."""
     last = _last_joined_rank(submit("join", np.zeros(0, np.uint8), core_name("join"), blocking=True))
     _naming.restart_numbering()
     return last

@@ -56,6 +56,7 @@ from mpirep.tensorflow.mpi_ops import (
     grouped_allreduce,
     grouped_reducescatter,
     join,
+    reduce,
     reducescatter,
 )
 from mpirep.tensorflow.optimizer import DistributedOptimizer, PartialDistributedOptimizer

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from mpirep import collectives
+from mpirep._core_loader import core
 from mpirep.errors import MpirepError
 from mpirep.tensorflow._errors import to_tf_error
 
@@ -23,16 +24,23 @@ def _submit(collective, array, name, reduce_op, root_rank, prescale, postscale, 
     """Submits through the numpy API under ``name``, the core's name (tensor_name) as bytes
     or str; ``reduce_op`` is a code."""
     name = name.decode() if isinstance(name, bytes) else str(name)
-    if collective == "allreduce":
+    traits = _traits(collective)
+    if traits["fuses"]:
         return collectives.group_member_allreduce_async(array, reduce_op, name, prescale,
                                                         postscale, process_set, group_size,
                                                         group)
-    if collective == "alltoall":
+    if traits["splits"]:
         return collectives.submit_alltoall(array, splits, name, process_set)
-    if collective not in ("allgather", "broadcast", "reducescatter"):
-        raise ValueError(f"unknown collective {collective!r}")
     return collectives.submit(collective, array, name, reduce_op, root_rank, prescale, postscale,
                               process_set=process_set)
+
+
+def _traits(collective):
+    """The core's traits of a collective that works on a tensor (common.h, MPIREP_COLLECTIVES)."""
+    traits = core().COLLECTIVE_TRAITS.get(collective)
+    if traits is None or traits["joins"] or traits["changes_sets"]:
+        raise ValueError(f"unknown collective {collective!r}")
+    return traits
 
 
 def run(collective, tensor, name, reduce_op=0, root_rank=0, prescale=1.0, postscale=1.0,
@@ -84,6 +92,6 @@ def run_group(collective, tensors, names, reduce_op=0, root_rank=0, prescale=1.0
 
 
 def _output_shape(collective, shape):
-    if collective in ("allreduce", "broadcast") or shape.rank in (None, 0):
+    if shape.rank in (None, 0) or _traits(collective)["same_shape"]:
         return shape
     return tf.TensorShape([None]).concatenate(shape[1:])

@@ -328,6 +328,38 @@ def broadcast_with_summed_gradient(tensor, root_rank, name=None,
     return _broadcast(tensor, root_rank, name, False, process_set, mpirep.Sum)
 
 
+# reduce
+
+@_not_autograph
+def reduce(tensor, root_rank=0, op=None, name=None, process_set=global_process_set,
+           ignore_name_scope=False, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces ``tensor`` over the set's ranks with ``op`` (default Average) onto global rank
+    ``root_rank`` (a member of the set): the root gets the result, every other rank zeros of
+    the tensor's shape. For Sum and Average the gradient is the root's incoming gradient,
+    broadcast from the root and scaled as the forward pass scaled each input; Min, Max and
+    Product have none."""
+    op = _resolve_op(op, None)
+    target = _prepare(process_set)
+    root = target.root(root_rank)
+    tensor = tf.convert_to_tensor(tensor)
+    name = tensor_name("reduce", name, ignore_name_scope, target.set_id)
+
+    @_differentiable
+    def forward(x):
+        output, _ = target.run("reduce", x, name, reduce_op=op, root_rank=root,
+                               prescale=prescale_factor, postscale=postscale_factor)
+
+        def grad(dy):
+            if op not in (mpirep.Sum, mpirep.Average):
+                raise NotImplementedError("the gradient of reduce is defined for Sum and Average")
+            scale = prescale_factor * postscale_factor / (target.size if op == mpirep.Average else 1)
+            return _scaled(broadcast(dy, root_rank, process_set=process_set), scale)
+
+        return output, grad
+
+    return forward(tensor)
+
+
 # reducescatter
 
 def _reducescatter_group(target, tensors, names, op, prescale_factor, postscale_factor,

@@ -28,8 +28,8 @@ const char* ReduceOpName(ReduceOp op) {
 
 const char* CollectiveName(Collective collective) {
   switch (collective) {
-#define MPIREP_NAME_CASE(name, py) \
-  case Collective::name:           \
+#define MPIREP_NAME_CASE(name, py, ...) \
+  case Collective::name:                \
     return #py;
     MPIREP_COLLECTIVES(MPIREP_NAME_CASE)
 #undef MPIREP_NAME_CASE

@@ -36,7 +36,7 @@ std::string ByRank(const std::vector<std::pair<int, std::string>>& values) {
 // The dimensions ranks must agree on: all of them, except the first for collectives whose
 // first dimension may differ per rank.
 std::string ComparableShape(const Request& r) {
-  if (r.collective == Collective::ALLGATHER || r.collective == Collective::ALLTOALL) {
+  if (Traits(r.collective).ragged()) {
     Shape rest(r.shape.begin() + std::min<size_t>(1, r.shape.size()), r.shape.end());
     return "[*" + ShapeString(rest).substr(1) + " (rank " + std::to_string(r.shape.size()) + ")";
   }
@@ -76,7 +76,7 @@ Response CompareRequests(const std::string& name, const std::vector<const Reques
     response.error = std::string("mismatched ") + what + " for tensor '" + name + "': " + ByRank(values);
     return false;
   };
-  const Collective c = first.collective;
+  const CollectiveTraits& traits = Traits(first.collective);
   bool ok = agree("collective operations", [](const Request& r) { return std::string(CollectiveName(r.collective)); }) &&
             agree("data types", [](const Request& r) { return std::string(DataTypeName(r.dtype)); }) &&
             agree("shapes", ComparableShape);
@@ -84,17 +84,17 @@ Response CompareRequests(const std::string& name, const std::vector<const Reques
     ok = false;
     *group_sizes_differ = !first.group.empty();
   }
-  if (ok && (c == Collective::ALLREDUCE || c == Collective::REDUCESCATTER)) {
+  if (ok && traits.reduces()) {
     ok = agree("reduction ops", [](const Request& r) { return std::string(ReduceOpName(r.op)); }) &&
          agree("prescale factors", [](const Request& r) { return FormatDouble(r.prescale); }) &&
          agree("postscale factors", [](const Request& r) { return FormatDouble(r.postscale); });
   }
-  if (ok && c == Collective::BROADCAST) {
+  if (ok && traits.rooted()) {
     agree("root ranks", [](const Request& r) { return std::to_string(r.root); });
   }
-  if (ok && (c == Collective::ADD_PROCESS_SET || c == Collective::REMOVE_PROCESS_SET)) {
+  if (ok && traits.changes_sets()) {
     agree("process sets", [](const Request& r) {
-      return r.collective == Collective::ADD_PROCESS_SET ? ShapeString(r.new_set_ranks) : std::to_string(r.removed_set);
+      return Traits(r.collective).adds_set() ? ShapeString(r.new_set_ranks) : std::to_string(r.removed_set);
     });
   }
   return response;

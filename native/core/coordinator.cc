@@ -8,7 +8,7 @@
 
 namespace mpirep {
 
-Coordinator::Coordinator(int size, const ProcessSets& sets)
+Coordinator::Coordinator(int size, ProcessSets& sets)
     : size_(size), sets_(sets), departed_(size), joined_(size, false) {}
 
 const Request& Coordinator::AnyRequest(const Pending& p) const {
@@ -45,7 +45,7 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
                   "tensor '" + request.name + "' cannot run: " + *departed_[r]);
     }
   }
-  if (request.collective == Collective::JOIN) {
+  if (Traits(request.collective).joins()) {
     Joined(request.rank, now);
   } else if (AllSubmitted(p)) {
     MarkReady(request.name, {request.rank, now});
@@ -53,7 +53,7 @@ void Coordinator::Submit(const Request& request, Clock::time_point now) {
 }
 
 bool Coordinator::AllSubmitted(const Pending& p) const {
-  const bool is_join = AnyRequest(p).collective == Collective::JOIN;  // join needs every rank
+  const bool is_join = Traits(AnyRequest(p).collective).joins();  // join needs every rank
   return std::all_of(p.members.begin(), p.members.end(),
                      [&](int r) { return p.submitted[r] || (joined_[r] && !is_join); });
 }
@@ -79,7 +79,7 @@ void Coordinator::Joined(int rank, Clock::time_point now) {
   std::string join_name;  // set once every rank has joined
   for (const auto& [name, p] : pending_) {
     if (!AllSubmitted(p)) continue;
-    if (p.submitted[rank] && p.by_rank[rank].collective == Collective::JOIN) {
+    if (p.submitted[rank] && Traits(p.by_rank[rank].collective).joins()) {
       join_name = name;
     } else {
       now_complete.push_back(name);
@@ -101,8 +101,8 @@ Response Coordinator::Decide(const std::string& name, const Pending& p, bool* gr
   }
   Response response = CompareRequests(name, requests, group_sizes_differ);
   const Request& first = *requests[0];
-  const Collective c = first.collective;
-  if (c == Collective::ADD_PROCESS_SET || c == Collective::REMOVE_PROCESS_SET) {
+  const CollectiveTraits& traits = Traits(first.collective);
+  if (traits.changes_sets()) {
     if (response.kind == Response::Kind::EXECUTE) DecideProcessSetChange(name, first, &response);
     return response;
   }
@@ -116,20 +116,21 @@ Response Coordinator::Decide(const std::string& name, const Pending& p, bool* gr
     response.error_code = StatusCode::UNSUPPORTED;
     response.error = "tensor '" + name + "': " + why;
   };
-  if (!joined.empty() && c == Collective::ALLTOALL) {
-    unsupported("alltoall cannot run while rank" + std::string(joined.size() > 1 ? "s " : " ") + RankList(joined) +
+  const char* what = CollectiveName(first.collective);
+  if (!joined.empty() && traits.joined == collective_traits::kRefuses) {
+    unsupported(std::string(what) + " cannot run while rank" + std::string(joined.size() > 1 ? "s " : " ") + RankList(joined) +
                 " have joined");
-  } else if (c == Collective::BROADCAST && !p.submitted[p.members[first.root]]) {
-    unsupported("broadcast from root rank " + std::to_string(first.root) + ", which has joined");
-  } else if (c == Collective::ALLGATHER) {
+  } else if (traits.rooted() && !p.submitted[p.members[first.root]]) {
+    unsupported(std::string(what) + " from root rank " + std::to_string(first.root) + ", which has joined");
+  } else if (traits.ragged() && !traits.splits()) {  // each rank's rows, which every rank gathers
     for (int r : p.members) {
       response.first_dims.push_back(p.submitted[r] && !p.by_rank[r].shape.empty() ? p.by_rank[r].shape[0] : 0);
     }
-  } else if (c == Collective::ALLTOALL) {
+  } else if (traits.splits()) {
     for (const Request* r : requests) {
       response.split_matrix.insert(response.split_matrix.end(), r->splits.begin(), r->splits.end());
     }
-  } else if (c == Collective::JOIN) {
+  } else if (traits.joins()) {
     response.last_joined_rank = last_joined_;
   }
   // The response cache's rule: a collective is cached when it ran with every member submitting
@@ -137,21 +138,20 @@ Response Coordinator::Decide(const std::string& name, const Pending& p, bool* gr
   // those that run from the cache itself, from its own requests, so only when it is in the
   // group's set.
   const bool countable = first.group.empty() || std::count(p.members.begin(), p.members.end(), 0) > 0;
-  response.cacheable = response.kind == Response::Kind::EXECUTE && joined.empty() && c != Collective::JOIN &&
-                       c != Collective::BARRIER && countable;
+  response.cacheable = response.kind == Response::Kind::EXECUTE && joined.empty() && traits.cached() && countable;
   return response;
 }
 
-// Creating a set gives it the next id; removing one fails what still waits in it. The registry
-// changes when the rounds accept the response, on every rank at the same point.
+// Creating a set takes the registry's next id; removing one fails what still waits in it. The
+// registry's sets change when the rounds accept the response, on every rank at the same point.
 void Coordinator::DecideProcessSetChange(const std::string& name, const Request& request, Response* response) {
   auto reject = [&](const std::string& why) {
     response->kind = Response::Kind::ERROR;
     response->error_code = StatusCode::INVALID_ARGUMENT;
     response->error = "'" + name + "': " + why;
   };
-  if (request.collective == Collective::ADD_PROCESS_SET) {
-    response->new_set_id = next_set_id_++;
+  if (Traits(request.collective).adds_set()) {
+    response->new_set_id = sets_.NewId();
     response->new_set_ranks = request.new_set_ranks;
     return;
   }

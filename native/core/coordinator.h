@@ -34,7 +34,7 @@ class Coordinator {
 
   // `sets`: this rank's registry, which the rounds change as they accept a set's creation or
   // removal; rank 0 gives new sets their ids.
-  Coordinator(int size, const ProcessSets& sets);
+  Coordinator(int size, ProcessSets& sets);
 
   void Submit(const Request& request, Clock::time_point now);
   // `rank` will submit nothing more: tensors still waiting for it fail, now and later, with
@@ -102,7 +102,7 @@ class Coordinator {
   const Request& AnyRequest(const Pending& pending) const;
 
   const int size_;
-  const ProcessSets& sets_;
+  ProcessSets& sets_;  // read for membership; gives new sets their ids
   std::unordered_map<std::string, Pending> pending_;
   std::vector<Response> ready_;
   // Per rank: once it has shut down, how it left, for the errors of what waited for it.
@@ -113,10 +113,9 @@ class Coordinator {
   // again once it has submitted all of them).
   std::unordered_map<std::string, std::vector<int32_t>> group_members_seen_;
   OwedRequests owed_;
-  // Rank 0's decisions about sets: the next id to give, and the ids it removed (the registry
-  // forgets a set only when the rounds accept its removal; requests that come in between, and
-  // late ones, fail naming the removal).
-  int32_t next_set_id_ = 1;
+  // The ids of the sets whose removal rank 0 decided (the registry forgets a set only when the
+  // rounds accept its removal; requests that come in between, and late ones, fail naming the
+  // removal).
   std::set<int32_t> removed_sets_;
 };
 

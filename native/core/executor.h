@@ -1,6 +1,8 @@
 // Carries out the collectives that negotiation decided, on this rank's buffers, over a
-// Transport: MPI point-to-point in production, an in-process transport in the unit tests. Used
-// by one thread at a time: the one running the rounds (the background thread, or a caller in
+// Transport: MPI point-to-point in production, an in-process transport in the unit tests. Run
+// hands each response to its collective's function (collectives.h; one file each,
+// collective_<name>.cc), which works with the executor's algorithms and buffers. Used by one
+// thread at a time: the one running the rounds (the background thread, or a caller in
 // Runtime::RunOnCaller), which owns the transport meanwhile.
 #pragma once
 
@@ -45,25 +47,23 @@ class Executor {
   // several ranks on each, as many on every host.
   bool HierarchicalIsAChoice() const;
 
- private:
-  std::vector<Status> Dispatch(const Response& response, const std::vector<Operation*>& ops,
-                               OperationResult* result);
+  // The toolkit of the collectives' functions (collectives.h, one file each).
+  Transport& transport() { return transport_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The unit of pipelining of the ring and of broadcast.
+  int64_t chunk_bytes() const { return static_cast<int64_t>(chunk_bytes_); }
+  Ring& ring() { return ring_; }
+  ShmCollectives& shm() { return *shm_; }
+  // Scratch memory for packing a collective's inputs, reused by every collective.
+  WorkBuffer& fusion_buffer() { return fusion_buffer_; }
   void BeginPhase(const char* name) {
     if (phases_) phases_->Begin(name);
   }
-  std::vector<Status> Allreduce(const Response& response, const std::vector<Operation*>& ops);
-  Status Allgather(const Response& response, Operation& op);
-  Status Broadcast(Operation& op);
-  Status Reducescatter(Operation& op);
-  Status Alltoall(const Response& response, Operation& op, std::vector<int64_t>* received_splits);
-
   // The output buffer for `op`; where the adapter cannot provide one the collective still runs
   // (other ranks depend on it) into scratch memory, and the op fails afterwards.
   void* Output(Operation& op, const Shape& shape, Status* status);
   Status AllocationError(const Operation& op) const;
-  // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or over the flat
-  // transport; decided per collective from the setting, the same way on every rank.
-  bool Hierarchical() const;
   // Whether this allreduce goes through the host's shared memory (ShmCollectives).
   bool SharedMemory() const;
   // Over the flat transport: shared memory where there is some, else the ring, or doubling for
@@ -75,6 +75,11 @@ class Executor {
                     const Ring::Epilogue& epilogue);
   // Averaging and postscaling, applied once to each fully reduced chunk on its owner.
   Ring::Epilogue EpilogueFor(DataType dtype, ReduceOp op, double postscale) const;
+
+ private:
+  // Whether this allreduce goes through the hosts (HierarchicalAllreduce) or over the flat
+  // transport; decided per collective from the setting, the same way on every rank.
+  bool Hierarchical() const;
 
   Transport& transport_;
   const int rank_;

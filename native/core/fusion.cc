@@ -16,7 +16,7 @@ std::vector<Response> PlanFusion(const std::vector<const Response*>& ready, int6
     if (!with_shapes) batches.back().shapes.clear();
   };
   for (const Response* r : ready) {
-    if (r->kind != Response::Kind::EXECUTE || r->collective != Collective::ALLREDUCE || r->bytes >= solo_bytes) {
+    if (r->kind != Response::Kind::EXECUTE || !Traits(r->collective).fuses() || r->bytes >= solo_bytes) {
       start_batch(*r);
       continue;
     }

@@ -25,7 +25,7 @@ Negotiator::Negotiator(int rank, int size, const Config& config, ProcessSets& se
 }
 
 void Negotiator::Submit(Operation& op) {
-  if (op.request.collective == Collective::JOIN) join_pending_ = true;
+  if (Traits(op.request.collective).joins()) join_pending_ = true;
   fresh_.push_back(&pending_.emplace(op.request.name, Pending{&op}).first->second);
 }
 
@@ -175,11 +175,11 @@ ResponseList Negotiator::Decide() { return leader_->Decide(); }
 LocalPart Negotiator::Accept(const Response& response) {
   if (response.kind == Response::Kind::STOP) return LocalPart::kStop;
   if (response.kind == Response::Kind::ERROR) return Reject(response);
-  const Collective c = response.collective;
-  if (c == Collective::JOIN) join_pending_ = false;
-  if (c == Collective::ADD_PROCESS_SET) {
+  const CollectiveTraits& traits = Traits(response.collective);
+  if (traits.joins()) join_pending_ = false;
+  if (traits.adds_set()) {
     sets_.Add(response.new_set_id, std::vector<int>(response.new_set_ranks.begin(), response.new_set_ranks.end()));
-  } else if (c == Collective::REMOVE_PROCESS_SET) {
+  } else if (traits.removes_set()) {
     for (int64_t position : cache_.PositionsOf(response.removed_set)) EvictEverywhere(position);
     sets_.Remove(response.removed_set);
   }
@@ -199,7 +199,7 @@ LocalPart Negotiator::Accept(const Response& response) {
     if (mine) pending_.erase(it);
   }
   // Every rank splits its communicators for a change of sets; otherwise the members run it.
-  if (c == Collective::ADD_PROCESS_SET || c == Collective::REMOVE_PROCESS_SET) return LocalPart::kRun;
+  if (traits.changes_sets()) return LocalPart::kRun;
   const std::vector<int>* members = sets_.Find(response.process_set);
   const bool member = members && std::find(members->begin(), members->end(), rank_) != members->end();
   return member ? LocalPart::kRun : LocalPart::kNone;

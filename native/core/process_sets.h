@@ -1,8 +1,9 @@
 // The process sets this rank knows, the one record of them on a rank: which ranks each set has
 // and, where this rank is a member, the channel its collectives run on. Framework threads
-// validate requests against it; rank 0's Coordinator reads membership from it; the rounds change
-// it as they accept a set's creation or removal (Negotiator::Accept), which every rank does at
-// the same point of the same response list, and run each set's collectives on its channel.
+// validate requests against it; rank 0's Coordinator reads membership from it and takes a new
+// set's id from it (NewId); the rounds change it as they accept a set's creation or removal
+// (Negotiator::Accept), which every rank does at the same point of the same response list, and
+// run each set's collectives on its channel.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +13,11 @@
 #include <mutex>
 #include <vector>
 
-#include "executor.h"
 #include "message.h"
 
 namespace mpirep {
+
+class Executor;  // the data path (executor.h), which negotiation does not include
 
 // What a member rank runs a set's collectives with. The runtime's owns the set's communicator and
 // frees it when the set is removed (runtime/process_set_comm.h).
@@ -47,6 +49,10 @@ class ProcessSets {
   // Null where this rank is not a member (or the set does not exist).
   SetChannel* Channel(int32_t id) const;
   void ForEachChannel(const std::function<void(SetChannel&)>& visit) const;
+  // Rank 0's Coordinator, as it decides a set's creation: the id the set gets on every rank
+  // (Add, as the rounds accept the creation). An id is never given twice, even once its set
+  // has been removed.
+  int32_t NewId() { return next_id_++; }
   // Drops every channel (the runtime's last step before it frees its communicators).
   void DropChannels();
 
@@ -55,6 +61,7 @@ class ProcessSets {
   mutable std::mutex mutex_;  // guards ranks_ against the framework threads' reads
   std::map<int32_t, std::vector<int>> ranks_;
   std::map<int32_t, std::unique_ptr<SetChannel>> channels_;  // the rounds' own
+  int32_t next_id_ = 1;                                       // the rounds' own
 };
 
 }  // namespace mpirep

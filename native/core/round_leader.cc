@@ -22,7 +22,7 @@ RoundLeader::Clock::duration Seconds(double s) {
 
 bool HeldByRankZero(const RoundWords& agreed) { return (agreed.Rank0Word() & kHold) != 0; }
 
-RoundLeader::RoundLeader(int size, const Config& config, const ProcessSets& sets)
+RoundLeader::RoundLeader(int size, const Config& config, ProcessSets& sets)
     : size_(size),
       config_(config),
       coordinator_(size, sets),

@@ -30,7 +30,7 @@ class RoundLeader {
  public:
   using Clock = std::chrono::steady_clock;
 
-  RoundLeader(int size, const Config& config, const ProcessSets& sets);
+  RoundLeader(int size, const Config& config, ProcessSets& sets);
 
   // Before rank 0 contributes to a round: runs the stall checks, asks every rank to evict the
   // tensors it demotes, says whether ready tensors are held, and sets rank 0's request bit when

@@ -10,7 +10,7 @@ StandIn::StandIn(const Response& response, size_t index) {
   r.name = response.names[index];
   r.dtype = response.dtype;
   r.shape = response.shapes.at(index);  // batches run from the cache carry none (fusion.h)
-  if (r.collective == Collective::ALLGATHER) r.shape[0] = 0;  // no rows of its own
+  if (Traits(r.collective).joined == collective_traits::kNoRows) r.shape[0] = 0;
   r.op = response.op;
   r.root = response.root;
   r.prescale = response.prescale;

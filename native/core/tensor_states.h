@@ -52,7 +52,7 @@ enum class TensorEvent : uint8_t {
   // request for the name (it changed there, or that rank had hits suspended); a member of its
   // group was requested (group sizes are checked on rank 0 only, with every member in hand);
   // rank 0 demoted it, having seen it submitted on some ranks but not all for a while, so that
-  // the stall is reported naming the missing ranks (RoundLeader::TrackPartial); the cache was
+  // the stall is reported naming the missing ranks (RoundLeader::Agreed); the cache was
   // full (least recently run first); or its process set was removed.
   kEvicted,
   // Join and shutdown (Negotiator::Agree): while some rank has a join pending or has shut down,
@@ -84,10 +84,10 @@ enum class AgreementEvent : uint8_t {
   // compared (compare_requests.h): a mismatch is still a decision, an error for every rank.
   kLastMemberArrived,
   kMemberDeparted,  // shutdown: a member shut down or failed before submitting it (Coordinator::RankShutDown)
-  kSetRemoved,      // its process set was removed (Coordinator::RemoveSet)
+  kSetRemoved,      // its process set was removed (Coordinator::DecideProcessSetChange)
   kGroupFailed,     // its group's members disagree about the group's size (Coordinator::FailGroup)
   kStalled,         // stall shutdown: it waited stall_shutdown_time_seconds (Coordinator::CancelStalled)
-  // A request a rank owes for something already failed (late_requests.h), or for a removed or
+  // A request a rank owes for something already failed (owed_requests.h), or for a removed or
   // unknown process set, fails alone on arrival (Coordinator::Submit).
   kOwedRequest,
 };

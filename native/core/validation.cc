@@ -42,6 +42,9 @@ Status CheckAlltoallSplits(const Request& r, int set_size) {
 Status Check(const Request& r, int rank, int size, const std::map<int32_t, std::vector<int>>& process_sets) {
   auto invalid = [](const std::string& why) { return Status::Error(StatusCode::INVALID_ARGUMENT, why); };
   if (r.name.empty()) return invalid("an operation needs a name");
+  if (!IsCollectiveCode(static_cast<int>(r.collective))) {
+    return invalid("unknown collective code " + std::to_string(static_cast<int>(r.collective)));
+  }
   auto set = process_sets.find(r.process_set);
   if (set == process_sets.end()) return invalid("unknown process set " + std::to_string(r.process_set));
   const std::vector<int>& members = set->second;
@@ -49,27 +52,25 @@ Status Check(const Request& r, int rank, int size, const std::map<int32_t, std::
   if (std::find(members.begin(), members.end(), rank) == members.end()) {
     return invalid("this rank is not in process set " + std::to_string(r.process_set));
   }
-  if (r.collective == Collective::ADD_PROCESS_SET) {
+  const CollectiveTraits& traits = Traits(r.collective);
+  if (traits.adds_set()) {
     Status ranks = CheckNewSetRanks(r.new_set_ranks, size);
     if (!ranks.ok()) return ranks;
   }
   for (int64_t d : r.shape) {
     if (d < 0) return invalid("negative dimension in shape " + ShapeString(r.shape));
   }
-  if ((r.collective == Collective::ALLREDUCE || r.collective == Collective::REDUCESCATTER) &&
-      !ReduceOpSupported(r.dtype, r.op)) {
+  if (traits.reduces() && !ReduceOpSupported(r.dtype, r.op)) {
     return Status::Error(StatusCode::UNSUPPORTED,
                          std::string(ReduceOpName(r.op)) + " is not defined for " + DataTypeName(r.dtype));
   }
-  const bool needs_rows = r.collective == Collective::ALLGATHER || r.collective == Collective::REDUCESCATTER ||
-                          r.collective == Collective::ALLTOALL;
-  if (needs_rows && r.shape.empty()) {
+  if (traits.rows() && r.shape.empty()) {
     return invalid(std::string(CollectiveName(r.collective)) + " needs a tensor of at least one dimension");
   }
-  if (r.collective == Collective::BROADCAST && (r.root < 0 || r.root >= set_size)) {
+  if (traits.rooted() && (r.root < 0 || r.root >= set_size)) {
     return invalid("root rank " + std::to_string(r.root) + " is outside 0.." + std::to_string(set_size - 1));
   }
-  if (r.collective == Collective::ALLTOALL) return CheckAlltoallSplits(r, set_size);
+  if (traits.splits()) return CheckAlltoallSplits(r, set_size);
   return Status::Ok();
 }
 

@@ -567,8 +567,9 @@ void Runtime::AbortIfFailedLongAgo() {
 }
 
 void Runtime::Execute(const Response& response) {
-  if (response.collective == Collective::ADD_PROCESS_SET || response.collective == Collective::REMOVE_PROCESS_SET) {
-    if (response.collective == Collective::ADD_PROCESS_SET) AttachNewSet(response);
+  const CollectiveTraits& traits = Traits(response.collective);
+  if (traits.changes_sets()) {
+    if (traits.adds_set()) AttachNewSet(response);
     OperationResult result;
     result.new_process_set = response.new_set_id;
     Deliver(response.names, {Status::Ok()}, Clock::now(), result);
@@ -594,7 +595,7 @@ void Runtime::Execute(const Response& response) {
   const std::vector<Status> statuses =
       channel->executor().Run(response, ops, &result, recording ? &phase_log_ : nullptr);
   if (recording) timeline_.Executed(response, ops, phase_log_);
-  if (autotuner_ && response.collective == Collective::ALLREDUCE && response.process_set == 0) Tune(ops, start);
+  if (autotuner_ && traits.tuned() && response.process_set == 0) Tune(ops, start);
   Deliver(response.names, statuses, start, result);
 }
 

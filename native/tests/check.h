@@ -9,12 +9,15 @@
 #include <atomic>
 #include <cstdio>
 #include <sstream>
+#include <string>
 #include <vector>
 
 namespace mpirep_test {
 
 inline std::atomic<int> failures{0};
 inline std::atomic<int> checks{0};
+// "Suite.Name" of the test that runs now (main.cc sets it).
+inline std::string current_test;
 
 struct TestCase {
   const char* suite;

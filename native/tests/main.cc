@@ -29,6 +29,7 @@ bool Run(const mpirep_test::TestCase& test) {
   const int checks_before = mpirep_test::checks, failures_before = mpirep_test::failures;
   const auto started = std::chrono::steady_clock::now();
   std::string thrown;
+  mpirep_test::current_test = FullName(test);
   try {
     test.body();
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "check.h"
+#include "core/executor.h"
 #include "core/process_sets.h"
 #include "inproc_transport.h"
 
@@ -66,3 +67,15 @@ TEST(ProcessSets, ChannelsLiveAsLongAsTheirSet) {
 }
 
 }  // namespace
+
+// The registry hands out set ids (rank 0's Coordinator takes one per creation it decides): in
+// order from 1, set 0 being every rank's, and never one twice, even after its set is removed.
+TEST(ProcessSets, IdsAreNeverGivenTwice) {
+  ProcessSets sets(3);
+  const int32_t first = sets.NewId();
+  sets.Add(first, {0, 1});
+  const int32_t second = sets.NewId();
+  sets.Remove(first);
+  const int32_t third = sets.NewId();
+  CHECK(first == 1 && second == 2 && third == 3, << first << ", " << second << ", " << third);
+}

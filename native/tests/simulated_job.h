@@ -1,6 +1,8 @@
 // A job of Negotiators in one thread: rounds are run the way the runtime runs them over MPI
 // (contributions ANDed together, request lists to rank 0, its response list to every rank),
-// and what each rank would run is recorded instead of run.
+// and what each rank would run is recorded instead of run. Every job also writes a transcript
+// of its rounds (each rank's cache hits, rank 0's response lists, the reports) that must match
+// the one recorded in simulated_jobs_golden.h (golden.h).
 #pragma once
 
 #include <algorithm>
@@ -8,12 +10,14 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/negotiator.h"
 #include "core/process_sets.h"
+#include "golden.h"
 
 namespace mpirep_test {
 
@@ -34,7 +38,12 @@ class SimulatedJob {
       sets_.push_back(std::make_unique<mpirep::ProcessSets>(size));
       ranks_.push_back(std::make_unique<mpirep::Negotiator>(r, size, config, *sets_.back()));
     }
+    static std::map<std::string, int> jobs_per_test;
+    key_ = current_test + "#" + std::to_string(jobs_per_test[current_test]++);
   }
+  ~SimulatedJob() { CheckGolden(key_, transcript_.str()); }
+  SimulatedJob(const SimulatedJob&) = delete;
+  SimulatedJob& operator=(const SimulatedJob&) = delete;
 
   int size() const { return size_; }
   mpirep::Negotiator& rank(int r) { return *ranks_[r]; }
@@ -84,9 +93,16 @@ class SimulatedJob {
       std::copy(agreed.begin(), agreed.end(), words[r]->data());
       fast[r] = ranks_[r]->Agree(*words[r], now);
     }
-    for (const std::string& line : ranks_[0]->TakeReports()) reports_.push_back(line);
+    ++rounds_;
+    for (const std::string& line : ranks_[0]->TakeReports()) {
+      transcript_ << "round " << rounds_ << " report: " << line << "\n";
+      reports_.push_back(line);
+    }
     for (int r = 0; r < size_; ++r) {
-      for (const mpirep::Response& response : fast[r]) Record(r, response, true);
+      for (const mpirep::Response& response : fast[r]) {
+        transcript_ << "round " << rounds_ << " rank " << r << " cached: " << Describe(response) << "\n";
+        Record(r, response, true);
+      }
     }
     if (!ranks_[0]->SlowPhase()) return false;
     std::map<int, mpirep::RequestList> lists;
@@ -95,6 +111,14 @@ class SimulatedJob {
     }
     for (int sender : ranks_[0]->Senders()) ranks_[0]->Receive(sender, lists.at(sender), now);
     const mpirep::ResponseList list = ranks_[0]->Decide();
+    for (const mpirep::Response& response : list.responses) {
+      transcript_ << "round " << rounds_ << " decided: " << Describe(response) << "\n";
+    }
+    if (list.retune) {
+      transcript_ << "round " << rounds_ << " retune" << (list.retune->final ? " (final):" : ":");
+      for (const auto& [name, value] : list.retune->settings) transcript_ << " " << name << "=" << value;
+      transcript_ << "\n";
+    }
     if (list.retune) {  // as the runtime does: every rank switches before running the list
       for (const auto& [name, value] : list.retune->settings) mpirep::SetSetting(&config_, name, value);
       for (auto& n : ranks_) n->Reconfigure(config_);
@@ -102,7 +126,9 @@ class SimulatedJob {
     }
     for (const mpirep::Response& response : list.responses) {
       for (int r = 0; r < size_; ++r) {
-        if (ranks_[r]->Accept(response) != mpirep::LocalPart::kNone) Record(r, response, false);
+        const mpirep::LocalPart part = ranks_[r]->Accept(response);
+        transcript_ << "round " << rounds_ << " rank " << r << " part " << static_cast<int>(part) << "\n";
+        if (part != mpirep::LocalPart::kNone) Record(r, response, false);
       }
     }
     return true;
@@ -119,6 +145,29 @@ class SimulatedJob {
   }
 
  private:
+  // A response as the transcript shows it: every field a rank acts on.
+  static std::string Describe(const mpirep::Response& r) {
+    auto ints = [](const std::vector<int64_t>& v) {
+      std::string out;
+      for (int64_t x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+      return "[" + out + "]";
+    };
+    std::ostringstream out;
+    out << "kind " << static_cast<int>(r.kind) << " " << mpirep::CollectiveName(r.collective) << " set "
+        << r.process_set << " names";
+    for (const std::string& name : r.names) out << " " << name;
+    out << " dtype " << mpirep::DataTypeName(r.dtype) << " op " << mpirep::ReduceOpName(r.op) << " root " << r.root
+        << " scale " << r.prescale << "/" << r.postscale << " shapes";
+    for (const mpirep::Shape& shape : r.shapes) out << " " << mpirep::ShapeString(shape);
+    out << " first_dims " << ints(r.first_dims) << " splits " << ints(r.split_matrix) << " joined "
+        << r.last_joined_rank << " new_set " << r.new_set_id << ints(r.new_set_ranks) << " removed "
+        << r.removed_set << " cacheable " << r.cacheable << " bytes " << r.bytes;
+    if (r.kind == mpirep::Response::Kind::ERROR) {
+      out << " error " << mpirep::StatusName(r.error_code) << " ranks " << ints(r.error_ranks) << ": " << r.error;
+    }
+    return out.str();
+  }
+
   // What the runtime would do on rank `r` with a response that concerns it: run it, or fail
   // what it submitted.
   void Record(int r, const mpirep::Response& response, bool cached) {
@@ -135,6 +184,9 @@ class SimulatedJob {
   std::list<mpirep::Operation> submitted_;  // where the negotiators' operations stay, as the runtime's do
   mpirep::Config config_;
   int retunes_ = 0;
+  int rounds_ = 0;
+  std::string key_;  // the transcript's name: the test's, and the job's number in it
+  std::ostringstream transcript_;
 };
 
 }  // namespace mpirep_test

@@ -218,6 +218,8 @@ class CollectiveOp : public AsyncOpKernel {
  public:
   explicit CollectiveOp(OpKernelConstruction* context) : AsyncOpKernel(context) {
     OP_REQUIRES_OK(context, context->GetAttr("collective", &collective_));
+    OP_REQUIRES(context, mpirep::IsCollectiveCode(collective_),
+                ErrorStatus(absl::StatusCode::kInvalidArgument, "unknown collective code"));
     OP_REQUIRES_OK(context, context->GetAttr("reduce_op", &reduce_op_));
     OP_REQUIRES_OK(context, context->GetAttr("root_rank", &root_rank_));
     OP_REQUIRES_OK(context, context->GetAttr("prescale", &prescale_));
@@ -249,9 +251,9 @@ class CollectiveOp : public AsyncOpKernel {
     auto splits = context->input(2).flat<int64_t>();
     op->splits.assign(splits.data(), splits.data() + splits.size());
     op->group = context->input(3).scalar<tensorflow::tstring>()();
-    const auto collective = static_cast<mpirep::Collective>(collective_);
-    op->returns_splits = collective == mpirep::Collective::ALLTOALL;
-    op->may_forward = collective == mpirep::Collective::ALLREDUCE;
+    const mpirep::CollectiveTraits& traits = mpirep::Traits(static_cast<mpirep::Collective>(collective_));
+    op->returns_splits = traits.splits();
+    op->may_forward = traits.forwards();
     op->dtype = context->input_dtype(0);
 
     mpirep_op_desc desc{};
@@ -308,18 +310,17 @@ class CollectiveOp : public AsyncOpKernel {
 Status CollectiveShape(InferenceContext* c) {
   int collective;
   TF_RETURN_IF_ERROR(c->GetAttr("collective", &collective));
-  switch (static_cast<mpirep::Collective>(collective)) {
-    case mpirep::Collective::ALLREDUCE:
-    case mpirep::Collective::BROADCAST:
-      c->set_output(0, c->input(0));
-      break;
-    default: {  // the first dimension depends on the other ranks
-      tensorflow::shape_inference::ShapeHandle output = c->input(0);
-      if (c->RankKnown(output) && c->Rank(output) > 0) {
-        TF_RETURN_IF_ERROR(c->ReplaceDim(output, 0, c->UnknownDim(), &output));
-      }
-      c->set_output(0, output);
+  if (!mpirep::IsCollectiveCode(collective)) {
+    return ErrorStatus(absl::StatusCode::kInvalidArgument, "unknown collective code");
+  }
+  if (mpirep::Traits(static_cast<mpirep::Collective>(collective)).same_shape()) {
+    c->set_output(0, c->input(0));
+  } else {  // the first dimension depends on the other ranks
+    tensorflow::shape_inference::ShapeHandle output = c->input(0);
+    if (c->RankKnown(output) && c->Rank(output) > 0) {
+      TF_RETURN_IF_ERROR(c->ReplaceDim(output, 0, c->UnknownDim(), &output));
     }
+    c->set_output(0, output);
   }
   c->set_output(1, c->Vector(c->UnknownDim()));
   return OkStatus();

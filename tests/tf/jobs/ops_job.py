@@ -128,6 +128,29 @@ def broadcast_every_root_and_gradient():
 
 
 @check
+def reduce_onto_every_root_and_gradient():
+    everyone = np.stack([value(r) for r in range(N)])
+    cases = ((hvd.Sum, everyone.sum(0), 1.0), (hvd.Average, everyone.sum(0) / N, 1.0 / N),
+             (hvd.Max, everyone.max(0), None))
+    for mode in MODES:
+        for root in range(N):
+            for op, reduced, slope in cases:
+                reduce = lambda x: hvd.reduce(x, root_rank=root, op=op)  # noqa: E731
+                x = tf.constant(value(R))
+                y, g = call(mode, with_grad(reduce), x) if slope else (call(mode, reduce, x), None)
+                want = reduced if R == root else np.zeros((3, 2), np.float32)
+                np.testing.assert_allclose(y.numpy(), want, rtol=1e-6, err_msg=f"{mode} root {root}")
+                if slope:  # only the root's output feeds a loss: its weight, root + 2
+                    np.testing.assert_allclose(g.numpy(), np.full((3, 2), (root + 2.0) * slope),
+                                               rtol=1e-6, err_msg=f"{mode} root {root} gradient")
+    try:
+        hvd.reduce(tf.ones(3), root_rank=N)
+        raise AssertionError("no error")
+    except tf.errors.InvalidArgumentError as error:
+        assert f"rank {R}: root rank {N} is outside 0..{N - 1}" in str(error), error
+
+
+@check
 def reducescatter_and_gradient():
     total = sum(value(r, (2 * N + 1, 2)) for r in range(N))
     start = sum(2 + (r < 1) for r in range(R))  # rank 0 gets the extra row
