@@ -23,9 +23,6 @@ from tensorflow.python.ops import control_flow_util
 from mpirep._core_loader import core
 from mpirep.tensorflow import _op_library
 
-#: What the custom call can do: outputs shaped like the inputs.
-COMPILABLE = ("allreduce", "broadcast")
-
 _ops = None
 _unavailable = None  # why the XLA kernels could not be loaded, once tried
 _registered = False  # tf2xla has taken in our kernel
@@ -108,10 +105,11 @@ _FIX = ("Compile the step without XLA (jit_compile=False in model.compile or tf.
 def check(collective, tensors):
     """Raises XlaCollectiveError unless ``collective`` of ``tensors`` can join the XLA
     computation being traced."""
-    if collective == "join":
-        raise XlaCollectiveError(f"mpirep's join cannot be compiled by XLA: call it outside the "
-                                 f"jit-compiled function. {_FIX}")
-    if collective not in COMPILABLE:
+    traits = core().COLLECTIVE_TRAITS[collective]
+    if traits["joins"]:
+        raise XlaCollectiveError(f"mpirep's {collective} cannot be compiled by XLA: call it "
+                                 f"outside the jit-compiled function. {_FIX}")
+    if not traits["compiles"]:
         raise XlaCollectiveError(
             f"mpirep's {collective} cannot be compiled by XLA: its output shape depends on the "
             f"other ranks, and XLA needs static shapes. Call it outside the jit-compiled "

@@ -61,7 +61,7 @@ PyRef TraitsDict(const CollectiveTraits& t) {
       SetFlag(dict.get(), "splits", t.splits()) && SetFlag(dict.get(), "fuses", t.fuses()) &&
       SetFlag(dict.get(), "cached", t.cached()) && SetFlag(dict.get(), "forwards", t.forwards()) &&
       SetFlag(dict.get(), "joins", t.joins()) && SetFlag(dict.get(), "changes_sets", t.changes_sets()) &&
-      SetFlag(dict.get(), "same_shape", t.same_shape());
+      SetFlag(dict.get(), "same_shape", t.same_shape()) && SetFlag(dict.get(), "compiles", t.compiles());
   if (!ok) return PyRef();
   return dict;
 }

@@ -47,22 +47,25 @@ namespace mpirep {
 //           kTuned    its timings feed the autotuner
 //           kJoins    it is join: it needs every rank and ends their joined state
 //           kAddsSet, kRemovesSet  it changes the process-set registry, on every rank
+//           kCompiles XLA can compile it into a step (mpirep_tf_xla.cc): one call per group whose
+//                     outputs are shaped like its inputs, so their shapes are known when compiling
 //   output  kSameShape: the input's shape; kRowsDecided: that but for the first dimension,
 //           which the other ranks decide
 //   joined  what a rank that has joined does when the others run it: kZeros takes part with
 //           zeros of the tensor's shape, kNoRows with zero rows, kRefuses makes it fail
 //   run     the function of native/core/collective_<name>.cc that carries it out (executor.h)
 #define MPIREP_COLLECTIVES(X)                                                                                 \
-  X(ALLREDUCE, allreduce, kReduces | kFuses | kCached | kForwards | kTuned, kSameShape, kZeros, RunAllreduce)   \
+  X(ALLREDUCE, allreduce, kReduces | kFuses | kCached | kForwards | kTuned | kCompiles, kSameShape, kZeros,       \
+    RunAllreduce)                                                                                               \
   X(ALLGATHER, allgather, kRows | kRagged | kCached, kRowsDecided, kNoRows, RunAllgather)                      \
-  X(BROADCAST, broadcast, kRooted | kCached, kSameShape, kZeros, RunBroadcast)                                \
+  X(BROADCAST, broadcast, kRooted | kCached | kCompiles, kSameShape, kZeros, RunBroadcast)                    \
   X(REDUCESCATTER, reducescatter, kReduces | kRows | kCached, kRowsDecided, kZeros, RunReducescatter)         \
   X(ALLTOALL, alltoall, kRows | kRagged | kSplits | kCached, kRowsDecided, kRefuses, RunAlltoall)            \
   X(BARRIER, barrier, 0, kSameShape, kZeros, RunBarrier)                                                      \
   X(JOIN, join, kJoins, kSameShape, kZeros, RunJoin)                                                          \
   X(ADD_PROCESS_SET, add_process_set, kAddsSet, kSameShape, kZeros, RunSetChange)                             \
   X(REMOVE_PROCESS_SET, remove_process_set, kRemovesSet, kSameShape, kZeros, RunSetChange)                  \
-  X(REDUCE, reduce, kReduces | kRooted | kCached, kSameShape, kZeros, RunReduce)
+  X(REDUCE, reduce, kReduces | kRooted | kCached | kCompiles, kSameShape, kZeros, RunReduce)
 
 // X(ENUM, python_name, canonical error code): the canonical code (absl::StatusCode, gRPC, and
 // TensorFlow's tf.errors, as Horovod raises them) that a framework reports the status as.
@@ -101,6 +104,7 @@ enum Flag : uint32_t {
   kJoins = 1u << 9,
   kAddsSet = 1u << 10,
   kRemovesSet = 1u << 11,
+  kCompiles = 1u << 12,
 };
 enum class Output : uint8_t { kSameShape, kRowsDecided };
 enum class Joined : uint8_t { kZeros, kNoRows, kRefuses };
@@ -128,6 +132,7 @@ struct CollectiveTraits {
   constexpr bool adds_set() const { return Has(collective_traits::kAddsSet); }
   constexpr bool removes_set() const { return Has(collective_traits::kRemovesSet); }
   constexpr bool changes_sets() const { return adds_set() || removes_set(); }
+  constexpr bool compiles() const { return Has(collective_traits::kCompiles); }
   constexpr bool same_shape() const { return output == collective_traits::kSameShape; }
 };
 

@@ -281,13 +281,12 @@ class XlaCollectiveOp : public tensorflow::XlaOpKernel {
     config_.postscale = scale;
     OP_REQUIRES_OK(context, context->GetAttr("group", &config_.group));
     OP_REQUIRES_OK(context, context->GetAttr("names", &config_.names));
-    const auto collective = static_cast<mpirep::Collective>(config_.collective);
     OP_REQUIRES(context,
-                collective == mpirep::Collective::ALLREDUCE ||
-                    collective == mpirep::Collective::BROADCAST,
+                mpirep::IsCollectiveCode(config_.collective) &&
+                    mpirep::Traits(static_cast<mpirep::Collective>(config_.collective)).compiles(),
                 absl::InvalidArgumentError(
-                    "mpirep: under XLA only allreduce and broadcast can be compiled: the output "
-                    "shape of the others depends on the other ranks"));
+                    "mpirep: this collective cannot be compiled by XLA (its row in "
+                    "MPIREP_COLLECTIVES lacks kCompiles)"));
     OP_REQUIRES(context, static_cast<int>(config_.names.size()) == context->num_inputs(),
                 absl::InvalidArgumentError("mpirep: one name per tensor"));
     for (int i = 0; i < context->num_inputs(); ++i) {

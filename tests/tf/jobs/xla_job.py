@@ -102,6 +102,17 @@ def average_and_broadcast():
 
 
 @check
+def rooted_reduce_under_jit():
+    @tf.function(jit_compile=True)
+    def onto_last(x):
+        return hvd.reduce(x, root_rank=N - 1, op=hvd.Sum)
+
+    out = onto_last(tf.constant(arange((3, 2)) * (R + 1))).numpy()
+    expected = arange((3, 2)) * (N * (N + 1) / 2) if R == N - 1 else np.zeros((3, 2), np.float32)
+    np.testing.assert_array_equal(out, expected)
+
+
+@check
 def gradient_of_allreduce_inside_a_jitted_step():
     # loss = sum(allreduce_sum(w * x_r)): its gradient in w is the allreduce of ones times x_r.
     w = tf.Variable(np.ones(4, np.float32))
