@@ -2,13 +2,39 @@
 what commits them (the elastic states, the Replicator's among them)."""
 
 
-def optimizer_variables(optimizer):
-    """An optimizer's variables: a list in Keras 3, a method in tf_keras. Of a
-    ZeroRedundancyOptimizer, whose slots differ between ranks, those every rank holds alike."""
-    if hasattr(optimizer, "_mpirep_replicated_variables"):
-        return optimizer._mpirep_replicated_variables()
+# The attribute that marks a ZeroRedundancyOptimizer's per-rank variables (its slots for this
+# rank's pieces). A mark on the variable itself, not a list on the optimizer, so that it holds
+# whatever wraps the optimizer and lists its variables (a loss-scale optimizer, say).
+SHARD_MARK = "_mpirep_shard"
+
+
+def own_variables(optimizer):
+    """All of an optimizer's variables: a list in Keras 3, a method in tf_keras."""
     variables = optimizer.variables
     return list(variables() if callable(variables) else variables)
+
+
+def optimizer_variables(optimizer):
+    """An optimizer's variables that every rank holds alike: all but a
+    ZeroRedundancyOptimizer's shards, which differ between ranks, also where another optimizer
+    wraps it."""
+    return [v for v in own_variables(optimizer) if not getattr(v, SHARD_MARK, False)]
+
+
+def wrapped_optimizers(optimizer):
+    """``optimizer`` and the optimizers it wraps, outermost first (a loss-scale optimizer's
+    ``inner_optimizer``, Keras 2's ``_optimizer``)."""
+    seen = []
+    while optimizer is not None and all(optimizer is not s for s in seen):
+        seen.append(optimizer)
+        optimizer = getattr(optimizer, "inner_optimizer", None) or \
+            getattr(optimizer, "_optimizer", None)
+    return seen
+
+
+def zero_optimizer(optimizer):
+    """The ZeroRedundancyOptimizer that ``optimizer`` is or wraps, or None."""
+    return next((o for o in wrapped_optimizers(optimizer) if hasattr(o, "_mpirep_zero")), None)
 
 
 def tracked_variables(trackables):

@@ -17,6 +17,7 @@ import tensorflow as tf
 import mpirep
 from mpirep.tensorflow import _zero_checkpoint, mpi_ops
 from mpirep.tensorflow._accumulation import GradientAccumulator
+from mpirep.tensorflow._trackables import SHARD_MARK, own_variables
 from mpirep.tensorflow._zero_exchange import gather_parameters, reduce_scatter
 from mpirep.tensorflow._zero_pieces import make_targets, refresh_slices
 from mpirep.tensorflow._zero_plan import backprop_buckets, consecutive_groups, make_plan
@@ -82,7 +83,7 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
         # A built Keras 3 optimizer (one load_model restored, say): keep this rank's shard.
         zero.build(optimizer._trainable_variables)
         zero.load_own_variables({str(i): v.numpy()
-                                 for i, v in enumerate(_own_variables(optimizer))})
+                                 for i, v in enumerate(own_variables(optimizer))})
     return zero
 
 
@@ -176,6 +177,8 @@ class _ZeroState:
         piece = self.piece_of.get(id(reference))
         if piece is not None:
             self.slot_keys[id(slot)] = (name, piece)
+            if not self.plain:   # never broadcast, by whatever lists it (_trackables.py)
+                setattr(slot, SHARD_MARK, True)
 
     def model_variable(self, variable):
         """The model's variable that ``variable`` (one of ``targets``) holds a piece of."""
@@ -245,12 +248,6 @@ class _Zero:
             return super().load_own_variables(store)
         _zero_checkpoint.load(self, store)
 
-    def _mpirep_replicated_variables(self):
-        """The optimizer variables every rank holds alike (the step counter, a learning-rate
-        variable): what a broadcast of the optimizer's state may send."""
-        keys = self._mpirep_zero.slot_keys
-        return [v for v in _own_variables(self) if id(v) not in keys]
-
     def _mpirep_step(self, grads, variables, apply_owned):
         """Reduce-scatters ``grads`` (accumulated first with backward_passes_per_step), runs
         ``apply_owned(owned gradients, owned variables)`` and allgathers the parameters."""
@@ -291,11 +288,6 @@ class _Zero:
             return step(grads)
         return state.accumulator.reduce_and_apply_every_nth(
             grads, variables, step, lambda: self.iterations.assign_add(1))
-
-
-def _own_variables(optimizer):
-    variables = optimizer.variables
-    return list(variables() if callable(variables) else variables)
 
 
 def _outside_strategies():

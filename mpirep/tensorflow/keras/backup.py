@@ -11,7 +11,8 @@ import tensorflow as tf
 import mpirep
 from mpirep.preemption import SignalWatcher, atomic_write, parse_signals, stop_job
 from mpirep.tensorflow import _zero_checkpoint
-from mpirep.tensorflow._trackables import build_optimizer, tracked_variables
+from mpirep.tensorflow._trackables import (build_optimizer, own_variables,
+                                            tracked_variables, zero_optimizer)
 from mpirep.tensorflow.functions import broadcast_object, broadcast_variables
 
 BACKUP_FILE = "backup.npz"
@@ -87,15 +88,21 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
                              f"is {steps!r}; it must be 1, for the ranks "
                              "to agree on stopping after a batch (docs/preemption.md)")
         build_optimizer(model.optimizer, model.trainable_variables)
-        zero = getattr(model.optimizer, "_mpirep_zero", None)
-        if zero is not None and zero.process_set.size() != mpirep.size():
+        zero = zero_optimizer(model.optimizer)   # the optimizer, or the one it wraps
+        if zero is not None and zero._mpirep_zero.process_set.size() != mpirep.size():
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): the "
                              "ZeroRedundancyOptimizer must shard over every rank, not a process "
                              "set of some of them")
         # A sharded ZeroRedundancyOptimizer's state is backed up whole, gathered from every
         # rank, laid out as a plain optimizer's: the backup is the one a plain optimizer makes.
-        self._sharded = _zero_checkpoint.is_sharded(model.optimizer)
-        self._variables = tracked_variables([model] if self._sharded else [model, model.optimizer])
+        # A wrapper's own variables (a loss scale) are backed up beside it.
+        self._zero = zero if zero is not None and _zero_checkpoint.is_sharded(zero) else None
+        self._sharded = self._zero is not None
+        variables = tracked_variables([model, model.optimizer])
+        if self._sharded:
+            in_zero = {id(v) for v in own_variables(zero)}
+            variables = [v for v in variables if id(v) not in in_zero]
+        self._variables = variables
         resume = broadcast_object(self._restore_on_rank0() if mpirep.rank() == 0 else None, 0,
                                   name="mpirep.backup.resume")
         if resume and "error" in resume:
@@ -104,7 +111,7 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         if resume:
             broadcast_variables(self._variables, 0)
             if self._sharded:
-                _zero_checkpoint.load(model.optimizer, resume["optimizer_state"])
+                _zero_checkpoint.load(self._zero, resume["optimizer_state"])
             self._resume_at(resume["epoch"], resume["batch"])
         self._since_saved = 0
         self._watcher = SignalWatcher(parse_signals(mpirep.config().preemption_signals)).install()
@@ -112,7 +119,7 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
     def _restore_on_rank0(self):
         if not os.path.exists(self._path):
             return None
-        optimizer_state = (len(_zero_checkpoint.plain_layout(self.model.optimizer))
+        optimizer_state = (len(_zero_checkpoint.plain_layout(self._zero))
                            if self._sharded else 0)
         with np.load(self._path) as saved:
             count = int(saved["count"])
@@ -190,7 +197,7 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
             epoch, batch = epoch + 1, 0
         values = [v.numpy() for v in self._variables] if mpirep.rank() == 0 else []
         if self._sharded:   # a collective: every rank gathers
-            values += _zero_checkpoint.full_state(self.model.optimizer)
+            values += _zero_checkpoint.full_state(self._zero)
         if mpirep.rank() != 0:
             return
         arrays = {f"v{i}": np.asarray(value) for i, value in enumerate(values)}
