@@ -13,6 +13,7 @@ Horovod's does.
 
 import tensorflow as tf
 
+from mpirep.tensorflow import _keras_accumulation
 from mpirep.tensorflow._accumulation import GradientAccumulator
 from mpirep.tensorflow._gradients import GradientReducer, VariableSet
 from mpirep.tensorflow.compression import Compression
@@ -69,6 +70,7 @@ def attach(optimizer, backward_passes_per_step=1, average_aggregated_gradients=F
     loading a model, whose optimizer already holds restored variables)."""
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
+    _keras_accumulation.check_supported(optimizer, backward_passes_per_step)
     if not isinstance(optimizer, _Distributed):
         optimizer.__class__ = wrapper_class(type(optimizer))
     # Plain attributes of a holder: Keras would track a list or a set assigned to itself.
@@ -177,6 +179,12 @@ class _Keras3(_Keras):
         if not self.built:  # build outside the accumulator's tf.cond
             self.build(variables)
         base_apply = super().apply
+        if _keras_accumulation.steps(self):
+            grads = list(grads)
+            if not self._mpirep_reduced_already(grads):
+                grads = _keras_accumulation.reduce_on_update_step(
+                    self, grads, variables, lambda gs: self._mpirep_reduce(gs, variables))
+            return base_apply(grads, variables)
         return self._mpirep_apply(grads, variables,
                                   lambda reduced: base_apply(reduced, variables),
                                   self._mpirep_count_skipped_step)

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep
-from mpirep.tensorflow import _zero_checkpoint, mpi_ops
+from mpirep.tensorflow import _keras_accumulation, _zero_checkpoint, mpi_ops
 from mpirep.tensorflow._accumulation import GradientAccumulator
 from mpirep.tensorflow._trackables import SHARD_MARK, own_variables
 from mpirep.tensorflow._zero_exchange import gather_parameters, reduce_scatter
@@ -98,6 +98,7 @@ def attach(optimizer, compression=Compression.none, op=None, gradient_predivide_
             "have: use shard='variables'")
     if backward_passes_per_step < 1:
         raise ValueError(f"{_rank()}backward_passes_per_step must be >= 1")
+    _keras_accumulation.check_supported(optimizer, backward_passes_per_step)
     op = mpi_ops._resolve_op(op, None)
     if op not in (mpirep.Average, mpirep.Sum):
         raise ValueError(f"{_rank()}ZeroRedundancyOptimizer reduces with Average or Sum, not "
@@ -140,6 +141,7 @@ class _ZeroState:
         self.num_groups = num_groups
         self.process_set = process_set
         self.accumulator = accumulator
+        self.keras_sums = None      # with Keras's gradient_accumulation_steps
         self.sliced = sliced
         self.bucket_bytes = bucket_bytes
         self.variables = None       # every trainable variable, in the order built with
@@ -284,6 +286,15 @@ class _Zero:
                 return result
             return result, gather_parameters(plan, variables, targets, state.process_set)
 
+        keras_steps = _keras_accumulation.steps(self)
+        if keras_steps and not state.plain:
+            # Keras's accumulators hold pieces: the whole gradients are summed here, and
+            # Keras's stay at zero (_keras_accumulation.py).
+            if state.keras_sums is None:
+                state.keras_sums = GradientAccumulator(keras_steps, average=False)
+            return state.keras_sums.reduce_and_apply_every_nth(
+                grads, variables, step, lambda: self._iterations.assign_add(1),
+                due=_keras_accumulation.is_update_step(self))
         if state.accumulator is None:
             return step(grads)
         return state.accumulator.reduce_and_apply_every_nth(
