@@ -45,6 +45,27 @@ def _variable_name(variable):
     return getattr(variable, "path", None) or variable.name
 
 
+def _hide_replayed_batches():
+    """Makes fit's callback list keep quiet about the batches that a resumed epoch reads only
+    to drop (they were trained before the backup): every callback hears of each trained batch
+    once, under its index in the epoch. Once per process."""
+    callback_list = tf.keras.callbacks.CallbackList
+    if getattr(callback_list, "_mpirep_hides_replayed", False):
+        return
+    for hook in ("on_train_batch_begin", "on_train_batch_end"):
+        setattr(callback_list, hook, _quiet_while_replaying(getattr(callback_list, hook), hook))
+    callback_list._mpirep_hides_replayed = True
+
+
+def _quiet_while_replaying(dispatch, hook):
+    def quiet_while_replaying(self, batch, logs=None):
+        if any(isinstance(c, BackupAndRestore) and c._replays(hook) for c in self.callbacks):
+            return None
+        return dispatch(self, batch, logs)
+
+    return quiet_while_replaying
+
+
 class BackupAndRestore(tf.keras.callbacks.Callback):
     """Backs up the weights, the optimizer state, the epoch and the batch of ``Model.fit`` to
     ``backup_dir`` at the end of every epoch (``save_freq="epoch"``) or every ``save_freq``
@@ -75,6 +96,8 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         self._batches_done = 0      # of the current epoch
         self._since_saved = 0
         self._to_skip = 0
+        self._replaying = False     # the batch now in fit's hands is one read only to drop
+        _hide_replayed_batches()
 
     # --- restoring --------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -158,11 +181,18 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         def dropping(iterator):
             if self._to_skip:
                 next(iterator)
+                self._to_skip -= 1
                 return {}
             self.model.train_function = train_function
             return train_function(iterator)
 
         self.model.train_function = dropping
+
+    def _replays(self, hook):
+        """Whether the batch that fit's ``hook`` is about is one read only to drop."""
+        if hook == "on_train_batch_begin":
+            self._replaying = self._to_skip > 0
+        return self._replaying
 
     # --- backing up -------------------------------------------------------------------------
     def on_epoch_begin(self, epoch, logs=None):
@@ -171,9 +201,6 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
             self._batches_done = 0
 
     def on_train_batch_end(self, batch, logs=None):
-        if self._to_skip:
-            self._to_skip -= 1
-            return
         self._batches_done = batch + 1
         self._since_saved += 1
         stop = self._watcher.should_stop()

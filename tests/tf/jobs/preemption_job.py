@@ -50,8 +50,9 @@ def weights(model):
 
 
 class TrainedBatches(keras.callbacks.Callback):
-    """Records (epoch, batch) of every batch that stepped the optimizer; on ``signal_at``, this
-    rank sends itself SIGUSR1 as the batch begins."""
+    """Records (epoch, batch) of every batch that fit tells its callbacks of, marked "not
+    trained" where it did not step the optimizer (a batch replayed after a resume, say); on
+    ``signal_at``, this rank sends itself SIGUSR1 as the batch begins."""
 
     def __init__(self, trained, signal_at=None):
         super().__init__()
@@ -62,12 +63,16 @@ class TrainedBatches(keras.callbacks.Callback):
 
     def on_train_batch_begin(self, batch, logs=None):
         self.before = int(self.model.optimizer.iterations.numpy())
+        self.begun = (self.epoch, batch)
         if (self.epoch, batch) == self.signal_at:
             os.kill(os.getpid(), signal.SIGUSR1)
 
     def on_train_batch_end(self, batch, logs=None):
+        assert self.begun == (self.epoch, batch), (self.begun, batch)
         if int(self.model.optimizer.iterations.numpy()) == self.before + 1:
             self.trained.append((self.epoch, batch))
+        else:
+            self.trained.append(("not trained", self.epoch, batch))
 
 
 def fit(model, backup, trained, signal_at=None, **options):
