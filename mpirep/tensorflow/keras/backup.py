@@ -11,7 +11,8 @@ import tensorflow as tf
 import mpirep
 from mpirep.preemption import SignalWatcher, atomic_write, parse_signals, stop_job
 from mpirep.tensorflow import _zero_checkpoint
-from mpirep.tensorflow._trackables import (build_optimizer, own_variables,
+from mpirep.tensorflow._trackables import (accumulation_steps, build_optimizer,
+                                            mid_accumulation, own_variables,
                                             tracked_variables, zero_optimizer)
 from mpirep.tensorflow.functions import broadcast_object, broadcast_variables
 
@@ -111,6 +112,7 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
                              f"is {steps!r}; it must be 1, for the ranks "
                              "to agree on stopping after a batch (docs/preemption.md)")
         build_optimizer(model.optimizer, model.trainable_variables)
+        self._check_accumulation_boundaries()
         zero = zero_optimizer(model.optimizer)   # the optimizer, or the one it wraps
         if zero is not None and zero._mpirep_zero.process_set.size() != mpirep.size():
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): the "
@@ -138,6 +140,21 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
             self._resume_at(resume["epoch"], resume["batch"])
         self._since_saved = 0
         self._watcher = SignalWatcher(parse_signals(mpirep.config().preemption_signals)).install()
+
+    def _check_accumulation_boundaries(self):
+        """A backup holds no gradients of micro-steps not yet applied (each rank's own), so
+        with accumulation every backup must fall where the optimizer has just applied."""
+        steps = accumulation_steps(self.model.optimizer)
+        if steps == 1:
+            return
+        every = self.params.get("steps") if self.save_freq == "epoch" else self.save_freq
+        if every is None or every % steps:
+            what = ("an epoch's steps" if self.save_freq == "epoch" else "save_freq")
+            raise ValueError(
+                f"BackupAndRestore (rank {mpirep.rank()}): the optimizer accumulates "
+                f"gradients over {steps} micro-steps, and {what} ({every}) is not a multiple of "
+                f"{steps}: a backup would lose the micro-steps' gradients not yet applied "
+                "(docs/preemption.md)")
 
     def _restore_on_rank0(self):
         if not os.path.exists(self._path):
@@ -203,7 +220,8 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         self._batches_done = batch + 1
         self._since_saved += 1
-        stop = self._watcher.should_stop()
+        # A stop waits for the optimizer to apply what it accumulated (at most N - 1 batches).
+        stop = self._watcher.should_stop() and not mid_accumulation(self.model.optimizer)
         if stop or (self.save_freq != "epoch" and self._since_saved >= self.save_freq):
             self._save(self._epoch, self._batches_done)
         if stop:
