@@ -7,8 +7,9 @@ name and module, so a saved model records a plain optimizer that loads without m
 ``compute_gradients`` (Horovod's place, which tf_keras's ``minimize`` and Model.fit use), or,
 for gradients that did not come from there, just before the optimizer applies them: in
 ``apply`` for Keras 3 (which Model.fit and ``apply_gradients`` both call) and in
-``apply_gradients`` for tf_keras. The TF1 wrapper reduces in ``compute_gradients`` only, as
-Horovod's does.
+``apply_gradients`` for tf_keras. With Keras 3's ``gradient_accumulation_steps`` the Keras 3
+wrapper reduces once per accumulation (_keras_accumulation.py). The TF1 wrapper reduces in
+``compute_gradients`` only, as Horovod's does.
 """
 
 import tensorflow as tf
