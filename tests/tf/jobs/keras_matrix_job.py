@@ -1,7 +1,7 @@
 """The Keras feature matrix (tests/tf/keras_matrix.py) on tf.keras (Keras 3, or tf_keras under
 TF_USE_LEGACY_KERAS=1), every case in this one process: each trains as one process does on the
-union of the ranks' data with the same global batch (the same case on a process set of this
-rank alone, where mpirep's optimizers and tape are the plain ones), within its dtype's
+union of the ranks' data with the same global batch (the same case on a process set of rank 0
+alone, where mpirep's optimizers and tape are the plain ones), within its dtype's
 tolerance, with weights bit-identical on every rank; with BackupAndRestore it crashes mid-epoch
 and resumes, callbacks hearing of each trained batch once; with MetricAverageCallback the
 averaged loss is the one process's. Each refused combination raises its error where
@@ -36,7 +36,8 @@ CRASH_AFTER = 6                                 # batches, with a backup every 2
 TOLERANCE = {"float32": dict(rtol=1e-4, atol=1e-5),
              "mixed_bfloat16": dict(rtol=0, atol=3e-2),
              "mixed_float16": dict(rtol=0, atol=5e-3)}
-ALONE = [hvd.add_process_set([r]) for r in range(N)] if N > 1 else [hvd.global_process_set]
+# Rank 0 alone trains the one-process references.
+ALONE_SET = hvd.add_process_set([0]) if N > 1 else hvd.global_process_set
 SCRATCH = Path(hvd.broadcast_object(tempfile.mkdtemp(prefix="keras_matrix_") if R == 0 else None))
 
 
@@ -95,7 +96,7 @@ class Batches(keras.callbacks.Callback):
 
 def fit(case, distributed, crash_after=None, seen=None, backup_dir=None, save_freq=2):
     """(model, history) of ``case``, at every rank or on this rank alone on the union."""
-    process_set = hvd.global_process_set if distributed else ALONE[R]
+    process_set = hvd.global_process_set if distributed else ALONE_SET
     union, mine = data()
     x, y = mine if distributed else union
     batch = BATCH if distributed else N * BATCH
@@ -148,11 +149,31 @@ def train_with_tape(case, model, opt, process_set, x, y, batch):
     return {"loss": losses}
 
 
+_references = {}
+
+
+def reference(case):
+    """(weights, history) of one process: trained by rank 0 alone (the others wait, leaving
+    it the cores) and shared; once for every case that trains alike on one process. Neither
+    the broadcast (the ranks start alike there), nor the metric average, nor the backup change
+    it, and ZeRO on one rank is the plain optimizer, as DistributedOptimizer is."""
+    tape = case["training"] == "DistributedGradientTape"
+    key = (case["dtype"], tape, case["accumulation"], case["warmup"])
+    if key not in _references:
+        alone = dict(case, broadcast=False, metric_average=False, backup=False)
+        computed = None
+        if R == 0:
+            model, history = fit(alone, distributed=False)
+            computed = weights(model), history["loss"]
+        _references[key] = hvd.broadcast_object(computed, name="keras_matrix.reference")
+    return _references[key]
+
+
 def run_case(case):
     policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(case["dtype"])
     try:
-        reference, reference_history = fit(case, distributed=False)
+        reference_weights, reference_losses = reference(case)
         if case["backup"]:
             trained, history = resumed_after_a_crash(case)
         else:
@@ -160,11 +181,11 @@ def run_case(case):
     finally:
         keras.mixed_precision.set_global_policy(policy)
     tolerance = TOLERANCE[case["dtype"]]
-    np.testing.assert_allclose(weights(trained), weights(reference), **tolerance,
+    np.testing.assert_allclose(weights(trained), reference_weights, **tolerance,
                                err_msg="weights against one process")
     same_on_every_rank(hvd, weights(trained))
     if case["metric_average"] and not case["backup"]:
-        np.testing.assert_allclose(history["loss"], reference_history["loss"], **tolerance,
+        np.testing.assert_allclose(history["loss"], reference_losses, **tolerance,
                                    err_msg="averaged loss against one process's")
 
 
