@@ -1,0 +1,31 @@
+"""The Keras feature matrix (tests/tf/keras_matrix.py), one mpirun job per rank count and Keras
+flavour, looping over its cases in-process: pairwise coverage by default, every combination
+with MPIREP_TEST_KERAS_MATRIX=full (docs/tensorflow.md, "The Keras feature matrix")."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from keras_versions import keras_cases, keras_env
+from mpijob import REPO, assert_passed, build_op_library, mpirun
+
+MODE = os.environ.get("MPIREP_TEST_KERAS_MATRIX", "pairwise")
+TIMEOUT_S = 3600 if MODE == "full" else 400
+
+
+def test_the_doc_shows_the_current_matrix():
+    done = subprocess.run([sys.executable, str(REPO / "dev" / "keras-matrix-doc"), "--check"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("ranks,keras", keras_cases([(2, "keras3"), (3, "keras3"),
+                                                     (2, "tf_keras"), (3, "tf_keras")]))
+def test_keras_feature_matrix(ranks, keras):
+    pytest.importorskip("tensorflow")
+    build_op_library()
+    job = mpirun(ranks, [REPO / "tests" / "tf" / "jobs" / "keras_matrix_job.py", MODE],
+                 TIMEOUT_S, env=keras_env(keras))
+    assert_passed(job, ranks)
