@@ -4,7 +4,8 @@ shows them, written by dev/keras-matrix-doc). Imports neither TensorFlow nor mpi
 
 A case is a dict over DIMENSIONS; the Keras flavour (keras3, tf_keras, or keras2 under
 TensorFlow < 2.16) is the job's, not the case's. A new dimension is one line in DIMENSIONS (its
-first value is what cases without it mean) and its effect in the job.
+first value is what cases without it mean) and its effect in the job; the job already reads
+"jit" (``"jit": (False, True)`` compiles fit's step and the tape's with XLA).
 """
 
 import itertools

@@ -61,6 +61,11 @@ def weights(model):
     return np.concatenate([np.ravel(w).astype(np.float64) for w in model.get_weights()])
 
 
+def jit(case):
+    """XLA, for a "jit" dimension in keras_matrix.DIMENSIONS (not there yet: off)."""
+    return case.get("jit", False)
+
+
 def optimizer(case, process_set):
     accumulation = case["accumulation"]
     keras_steps = accumulation in ("gradient_accumulation_steps", "both")
@@ -105,7 +110,7 @@ def fit(case, distributed, crash_after=None, seen=None, backup_dir=None, save_fr
     opt = optimizer(case, process_set)
     if case["training"] == "DistributedGradientTape":
         return model, train_with_tape(case, model, opt, process_set, x, y, batch)
-    model.compile(optimizer=opt, loss="mse")
+    model.compile(optimizer=opt, loss="mse", jit_compile=jit(case))
     callbacks = []
     if case["broadcast"]:
         callbacks.append(hvd.callbacks.BroadcastGlobalVariablesCallback(0))
@@ -128,7 +133,7 @@ def train_with_tape(case, model, opt, process_set, x, y, batch):
         hvd.broadcast_variables(model.variables, root_rank=0)
     scaled = case["dtype"] == "mixed_float16"
 
-    @tf.function
+    @tf.function(jit_compile=jit(case))
     def step(xb, yb):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(tf.cast(model(xb, training=True), tf.float32) - yb))
