@@ -19,6 +19,9 @@ DIMENSIONS = {
     "warmup": (False, True),
     "backup": (False, True),
 }
+# The rank counts of dev/test's jobs, a dimension of the covering array: each of its cases runs
+# at one of them (the full product at every one).
+RANKS = (2, 3)
 FIT_CALLBACKS = ("metric_average", "warmup", "backup")
 # Keras flavours without Keras 3's gradient_accumulation_steps.
 WITHOUT_KERAS_ACCUMULATION = ("tf_keras", "keras2")
@@ -61,11 +64,12 @@ def full_product(flavour):
 
 
 def pairwise(flavour):
-    """A covering array of strength 2: every pair of values of two dimensions that some
-    combination holds is in some case. Greedy (the case that covers most pairs not yet
-    covered, the first of equals), so the same list every time."""
-    cases = full_product(flavour)
-    names = list(DIMENSIONS)
+    """A covering array of strength 2 over DIMENSIONS and the rank count (RANKS): every pair
+    of values of two of them that some combination holds is in some case. Greedy (the case that
+    covers most pairs not yet covered, the first of equals), so the same list every time. Each
+    case has its "ranks"."""
+    cases = [dict(case, ranks=ranks) for case in full_product(flavour) for ranks in RANKS]
+    names = list(DIMENSIONS) + ["ranks"]
 
     def pairs(case):
         return {((a, case[a]), (b, case[b])) for a, b in itertools.combinations(names, 2)}
@@ -79,9 +83,14 @@ def pairwise(flavour):
     return chosen
 
 
-def cases(flavour, mode):
-    """The cases of a run: ``mode`` "pairwise" (dev/test) or "full"."""
-    return full_product(flavour) if mode == "full" else pairwise(flavour)
+def cases(flavour, mode, ranks):
+    """The cases of a job at ``ranks`` ranks: ``mode`` "pairwise" (dev/test: those of the
+    covering array at this rank count, or all of them at a count outside RANKS) or "full"
+    (every combination)."""
+    if mode == "full":
+        return full_product(flavour)
+    chosen = pairwise(flavour)
+    return [c for c in chosen if c["ranks"] == ranks] if ranks in RANKS else chosen
 
 
 def refusals(flavour):

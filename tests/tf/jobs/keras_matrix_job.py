@@ -238,7 +238,7 @@ def check_refusal(name, overrides, raised, fragment):
     return check(refused)
 
 
-for matrix_case in keras_matrix.cases(FLAVOUR, MODE):
+for matrix_case in keras_matrix.cases(FLAVOUR, MODE, N):
     if ONLY in keras_matrix.label(matrix_case):
         check_case(matrix_case)
 for refusal_name, _, refusal_case, _, refusal_error, refusal_fragment in \
