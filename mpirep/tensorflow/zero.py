@@ -179,8 +179,7 @@ class _ZeroState:
         piece = self.piece_of.get(id(reference))
         if piece is not None:
             self.slot_keys[id(slot)] = (name, piece)
-            if not self.plain:   # never broadcast, by whatever lists it (_trackables.py)
-                setattr(slot, SHARD_MARK, True)
+            setattr(slot, SHARD_MARK, True)   # never broadcast, whoever lists it (_trackables.py)
 
     def model_variable(self, variable):
         """The model's variable that ``variable`` (one of ``targets``) holds a piece of."""
