@@ -128,13 +128,14 @@ def keras_accumulation_reduces_once_per_n_micro_steps():
     mine = np.concatenate([np.arange(k * N * batch + R * batch, k * N * batch + (R + 1) * batch)
                            for k in range(micro)])
 
-    def trained(wrap, rows, size, steps, accumulate):
-        m = model(seed=800)
+    def trained(wrap, rows, size, steps, accumulate, broadcast=False):
+        m = model(seed=800 + (R if broadcast else 0))
         opt = keras.optimizers.Adam(0.02, gradient_accumulation_steps=accumulate)
         m.compile(optimizer=wrap(opt), loss="mse")
         before = tensors_submitted()
         m.fit(x[rows][:steps * size], y[rows][:steps * size], batch_size=size, epochs=1,
-              shuffle=False, verbose=0)
+              shuffle=False, verbose=0,
+              callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)] if broadcast else [])
         return weights(m), tensors_submitted() - before
 
     reference, _ = trained(lambda o: o, np.arange(len(x)), N * batch, micro, 2)
@@ -145,6 +146,12 @@ def keras_accumulation_reduces_once_per_n_micro_steps():
         np.testing.assert_allclose(accumulated, reference, rtol=1e-5, atol=1e-6,
                                    err_msg=wrap.__name__)
         same_on_every_rank(hvd, accumulated)
+        # The callback broadcasts again after the first micro-step, when Keras's accumulators
+        # hold each rank's own gradients: it must leave them be.
+        broadcast, _ = trained(wrap, mine, batch, micro, 2, broadcast=True)
+        np.testing.assert_allclose(broadcast, reference, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{wrap.__name__} with the broadcast callback")
+        same_on_every_rank(hvd, broadcast)
 
 
 @check
