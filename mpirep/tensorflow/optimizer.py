@@ -120,10 +120,17 @@ class _Distributed:
         return reduced
 
     def _mpirep_reduced_already(self, grads):
-        """Whether ``grads`` are the ones compute_gradients returned last (then forgotten)."""
+        """Whether ``grads`` are the ones compute_gradients returned last (then forgotten), or
+        were made from them in the same graph: tf_keras's loss-scale optimizer computes scaled
+        gradients through compute_gradients and applies them unscaled, new tensors, which
+        must not be reduced (and accumulated) a second time."""
         last, self._mpirep.reduced = self._mpirep.reduced, None
-        return last is not None and len(last) == len(grads) and all(
-            a is b for a, b in zip(last, grads))
+        if last is None or len(last) != len(grads):
+            return False
+        if all(a is b for a, b in zip(last, grads)):
+            return True
+        graph = _graph_of(last)
+        return graph is not None and graph is _graph_of(grads)
 
     def _mpirep_apply(self, grads, variables, apply, count_skipped_step):
         """apply(reduced gradients), reducing ``grads`` first unless they came from
@@ -136,6 +143,16 @@ class _Distributed:
             return apply(reduced)
         return accumulator.apply_when_reduced(lambda: apply(reduced), count_skipped_step,
                                               reduced)
+
+
+def _graph_of(tensors):
+    """The graph of the first graph tensor among ``tensors``; None eagerly."""
+    for tensor in tensors:
+        try:
+            return tensor.graph   # an eager tensor, and None, have none
+        except AttributeError:
+            continue
+    return None
 
 
 class _Keras(_Distributed):
