@@ -65,11 +65,14 @@ class GradientAccumulator:
             merged[i] = output
         return merged
 
-    def reduce_and_apply_every_nth(self, grads, variables, reduce_and_apply, count_skipped_step):
-        """Adds ``grads`` to the sums. Every N-th call runs ``reduce_and_apply(sums)`` (the sums
-        divided by N when averaging) and clears the sums; the other calls run
-        ``count_skipped_step()``."""
+    def reduce_and_apply_every_nth(self, grads, variables, reduce_and_apply, count_skipped_step,
+                                   due=None):
+        """Adds ``grads`` to the sums. Every N-th call (or where the boolean tensor ``due`` is
+        true) runs ``reduce_and_apply(sums)`` (the sums divided by N when averaging) and
+        clears the sums; the other calls run ``count_skipped_step()``."""
         present, count = self._add(grads, variables)
+        if due is None:
+            due = count >= self.steps
 
         def full():
             with tf.control_dependencies([_done(reduce_and_apply(self._summed()))]):
@@ -78,7 +81,7 @@ class GradientAccumulator:
         def skipped():
             return _done(count_skipped_step())
 
-        return tf.cond(count >= self.steps, full, skipped)
+        return tf.cond(due, full, skipped)
 
     def apply_when_reduced(self, apply, count_skipped_step, after):
         """Runs ``apply()`` if the last accumulate_and_reduce reduced, else

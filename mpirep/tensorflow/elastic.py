@@ -15,7 +15,7 @@ from mpirep.elastic import (  # noqa: F401  (the framework-free part of the inte
     State,
     run,
 )
-from mpirep.tensorflow._trackables import build_optimizer, tracked_variables
+from mpirep.tensorflow._trackables import build_optimizer, tracked_variables, zero_optimizer
 from mpirep.tensorflow.functions import broadcast_variables
 
 __all__ = ["HorovodInternalError", "HostsChangedInterrupt", "HostsUpdatedInterrupt",
@@ -104,7 +104,7 @@ class TensorFlowKerasState(_VariablesState):
                              "or run it on a batch")
         self.model = model
         self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
-        if hasattr(self.optimizer, "_mpirep_zero"):
+        if zero_optimizer(self.optimizer) is not None:
             # Its shards are planned for the ranks it was built on, which a reset changes.
             raise ValueError(f"rank {mpirep.rank()}: elastic states cannot hold a "
                              "ZeroRedundancyOptimizer; use DistributedOptimizer for elastic "

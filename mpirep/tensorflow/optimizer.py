@@ -7,12 +7,14 @@ name and module, so a saved model records a plain optimizer that loads without m
 ``compute_gradients`` (Horovod's place, which tf_keras's ``minimize`` and Model.fit use), or,
 for gradients that did not come from there, just before the optimizer applies them: in
 ``apply`` for Keras 3 (which Model.fit and ``apply_gradients`` both call) and in
-``apply_gradients`` for tf_keras. The TF1 wrapper reduces in ``compute_gradients`` only, as
-Horovod's does.
+``apply_gradients`` for tf_keras. With Keras 3's ``gradient_accumulation_steps`` the Keras 3
+wrapper reduces once per accumulation (_keras_accumulation.py). The TF1 wrapper reduces in
+``compute_gradients`` only, as Horovod's does.
 """
 
 import tensorflow as tf
 
+from mpirep.tensorflow import _keras_accumulation
 from mpirep.tensorflow._accumulation import GradientAccumulator
 from mpirep.tensorflow._gradients import GradientReducer, VariableSet
 from mpirep.tensorflow.compression import Compression
@@ -69,6 +71,7 @@ def attach(optimizer, backward_passes_per_step=1, average_aggregated_gradients=F
     loading a model, whose optimizer already holds restored variables)."""
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
+    _keras_accumulation.check_supported(optimizer, backward_passes_per_step)
     if not isinstance(optimizer, _Distributed):
         optimizer.__class__ = wrapper_class(type(optimizer))
     # Plain attributes of a holder: Keras would track a list or a set assigned to itself.
@@ -117,10 +120,17 @@ class _Distributed:
         return reduced
 
     def _mpirep_reduced_already(self, grads):
-        """Whether ``grads`` are the ones compute_gradients returned last (then forgotten)."""
+        """Whether ``grads`` are the ones compute_gradients returned last (then forgotten), or
+        were made from them in the same graph: tf_keras's loss-scale optimizer computes scaled
+        gradients through compute_gradients and applies them unscaled, new tensors, which
+        must not be reduced (and accumulated) a second time."""
         last, self._mpirep.reduced = self._mpirep.reduced, None
-        return last is not None and len(last) == len(grads) and all(
-            a is b for a, b in zip(last, grads))
+        if last is None or len(last) != len(grads):
+            return False
+        if all(a is b for a, b in zip(last, grads)):
+            return True
+        graph = _graph_of(last)
+        return graph is not None and graph is _graph_of(grads)
 
     def _mpirep_apply(self, grads, variables, apply, count_skipped_step):
         """apply(reduced gradients), reducing ``grads`` first unless they came from
@@ -133,6 +143,16 @@ class _Distributed:
             return apply(reduced)
         return accumulator.apply_when_reduced(lambda: apply(reduced), count_skipped_step,
                                               reduced)
+
+
+def _graph_of(tensors):
+    """The graph of the first graph tensor among ``tensors``; None eagerly."""
+    for tensor in tensors:
+        try:
+            return tensor.graph   # an eager tensor, and None, have none
+        except AttributeError:
+            continue
+    return None
 
 
 class _Keras(_Distributed):
@@ -177,6 +197,12 @@ class _Keras3(_Keras):
         if not self.built:  # build outside the accumulator's tf.cond
             self.build(variables)
         base_apply = super().apply
+        if _keras_accumulation.steps(self):
+            grads = list(grads)
+            if not self._mpirep_reduced_already(grads):
+                grads = _keras_accumulation.reduce_on_update_step(
+                    self, grads, variables, lambda gs: self._mpirep_reduce(gs, variables))
+            return base_apply(grads, variables)
         return self._mpirep_apply(grads, variables,
                                   lambda reduced: base_apply(reduced, variables),
                                   self._mpirep_count_skipped_step)

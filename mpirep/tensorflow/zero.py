@@ -15,8 +15,9 @@ import numpy as np
 import tensorflow as tf
 
 import mpirep
-from mpirep.tensorflow import _zero_checkpoint, mpi_ops
+from mpirep.tensorflow import _keras_accumulation, _zero_checkpoint, mpi_ops
 from mpirep.tensorflow._accumulation import GradientAccumulator
+from mpirep.tensorflow._trackables import SHARD_MARK, own_variables
 from mpirep.tensorflow._zero_exchange import gather_parameters, reduce_scatter
 from mpirep.tensorflow._zero_pieces import make_targets, refresh_slices
 from mpirep.tensorflow._zero_plan import backprop_buckets, consecutive_groups, make_plan
@@ -82,7 +83,7 @@ def ZeroRedundancyOptimizer(optimizer, name=None, compression=Compression.none, 
         # A built Keras 3 optimizer (one load_model restored, say): keep this rank's shard.
         zero.build(optimizer._trainable_variables)
         zero.load_own_variables({str(i): v.numpy()
-                                 for i, v in enumerate(_own_variables(optimizer))})
+                                 for i, v in enumerate(own_variables(optimizer))})
     return zero
 
 
@@ -97,6 +98,7 @@ def attach(optimizer, compression=Compression.none, op=None, gradient_predivide_
             "have: use shard='variables'")
     if backward_passes_per_step < 1:
         raise ValueError(f"{_rank()}backward_passes_per_step must be >= 1")
+    _keras_accumulation.check_supported(optimizer, backward_passes_per_step)
     op = mpi_ops._resolve_op(op, None)
     if op not in (mpirep.Average, mpirep.Sum):
         raise ValueError(f"{_rank()}ZeroRedundancyOptimizer reduces with Average or Sum, not "
@@ -139,6 +141,7 @@ class _ZeroState:
         self.num_groups = num_groups
         self.process_set = process_set
         self.accumulator = accumulator
+        self.keras_sums = None      # with Keras's gradient_accumulation_steps
         self.sliced = sliced
         self.bucket_bytes = bucket_bytes
         self.variables = None       # every trainable variable, in the order built with
@@ -176,6 +179,7 @@ class _ZeroState:
         piece = self.piece_of.get(id(reference))
         if piece is not None:
             self.slot_keys[id(slot)] = (name, piece)
+            setattr(slot, SHARD_MARK, True)   # never broadcast, whoever lists it (_trackables.py)
 
     def model_variable(self, variable):
         """The model's variable that ``variable`` (one of ``targets``) holds a piece of."""
@@ -245,12 +249,6 @@ class _Zero:
             return super().load_own_variables(store)
         _zero_checkpoint.load(self, store)
 
-    def _mpirep_replicated_variables(self):
-        """The optimizer variables every rank holds alike (the step counter, a learning-rate
-        variable): what a broadcast of the optimizer's state may send."""
-        keys = self._mpirep_zero.slot_keys
-        return [v for v in _own_variables(self) if id(v) not in keys]
-
     def _mpirep_step(self, grads, variables, apply_owned):
         """Reduce-scatters ``grads`` (accumulated first with backward_passes_per_step), runs
         ``apply_owned(owned gradients, owned variables)`` and allgathers the parameters."""
@@ -287,15 +285,19 @@ class _Zero:
                 return result
             return result, gather_parameters(plan, variables, targets, state.process_set)
 
+        keras_steps = _keras_accumulation.steps(self)
+        if keras_steps and not state.plain:
+            # Keras's accumulators hold pieces: the whole gradients are summed here, and
+            # Keras's stay at zero (_keras_accumulation.py).
+            if state.keras_sums is None:
+                state.keras_sums = GradientAccumulator(keras_steps, average=False)
+            return state.keras_sums.reduce_and_apply_every_nth(
+                grads, variables, step, lambda: self._iterations.assign_add(1),
+                due=_keras_accumulation.is_update_step(self))
         if state.accumulator is None:
             return step(grads)
         return state.accumulator.reduce_and_apply_every_nth(
             grads, variables, step, lambda: self.iterations.assign_add(1))
-
-
-def _own_variables(optimizer):
-    variables = optimizer.variables
-    return list(variables() if callable(variables) else variables)
 
 
 def _outside_strategies():

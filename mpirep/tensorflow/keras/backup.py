@@ -11,7 +11,9 @@ import tensorflow as tf
 import mpirep
 from mpirep.preemption import SignalWatcher, atomic_write, parse_signals, stop_job
 from mpirep.tensorflow import _zero_checkpoint
-from mpirep.tensorflow._trackables import build_optimizer, tracked_variables
+from mpirep.tensorflow._trackables import (accumulation_steps, build_optimizer,
+                                            mid_accumulation, own_variables,
+                                            tracked_variables, zero_optimizer)
 from mpirep.tensorflow.functions import broadcast_object, broadcast_variables
 
 BACKUP_FILE = "backup.npz"
@@ -44,6 +46,27 @@ def _variable_name(variable):
     return getattr(variable, "path", None) or variable.name
 
 
+def _hide_replayed_batches():
+    """Makes fit's callback list keep quiet about the batches that a resumed epoch reads only
+    to drop (they were trained before the backup): every callback hears of each trained batch
+    once, under its index in the epoch. Once per process."""
+    callback_list = tf.keras.callbacks.CallbackList
+    if getattr(callback_list, "_mpirep_hides_replayed", False):
+        return
+    for hook in ("on_train_batch_begin", "on_train_batch_end"):
+        setattr(callback_list, hook, _quiet_while_replaying(getattr(callback_list, hook), hook))
+    callback_list._mpirep_hides_replayed = True
+
+
+def _quiet_while_replaying(dispatch, hook):
+    def quiet_while_replaying(self, batch, logs=None):
+        if any(isinstance(c, BackupAndRestore) and c._replays(hook) for c in self.callbacks):
+            return None
+        return dispatch(self, batch, logs)
+
+    return quiet_while_replaying
+
+
 class BackupAndRestore(tf.keras.callbacks.Callback):
     """Backs up the weights, the optimizer state, the epoch and the batch of ``Model.fit`` to
     ``backup_dir`` at the end of every epoch (``save_freq="epoch"``) or every ``save_freq``
@@ -74,6 +97,8 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         self._batches_done = 0      # of the current epoch
         self._since_saved = 0
         self._to_skip = 0
+        self._replaying = False     # the batch now in fit's hands is one read only to drop
+        _hide_replayed_batches()
 
     # --- restoring --------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -87,15 +112,22 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
                              f"is {steps!r}; it must be 1, for the ranks "
                              "to agree on stopping after a batch (docs/preemption.md)")
         build_optimizer(model.optimizer, model.trainable_variables)
-        zero = getattr(model.optimizer, "_mpirep_zero", None)
-        if zero is not None and zero.process_set.size() != mpirep.size():
+        self._check_accumulation_boundaries()
+        zero = zero_optimizer(model.optimizer)   # the optimizer, or the one it wraps
+        if zero is not None and zero._mpirep_zero.process_set.size() != mpirep.size():
             raise ValueError(f"BackupAndRestore (rank {mpirep.rank()}): the "
                              "ZeroRedundancyOptimizer must shard over every rank, not a process "
                              "set of some of them")
         # A sharded ZeroRedundancyOptimizer's state is backed up whole, gathered from every
         # rank, laid out as a plain optimizer's: the backup is the one a plain optimizer makes.
-        self._sharded = _zero_checkpoint.is_sharded(model.optimizer)
-        self._variables = tracked_variables([model] if self._sharded else [model, model.optimizer])
+        # A wrapper's own variables (a loss scale) are backed up beside it.
+        self._zero = zero if zero is not None and _zero_checkpoint.is_sharded(zero) else None
+        self._sharded = self._zero is not None
+        variables = tracked_variables([model, model.optimizer])
+        if self._sharded:
+            in_zero = {id(v) for v in own_variables(zero)}
+            variables = [v for v in variables if id(v) not in in_zero]
+        self._variables = variables
         resume = broadcast_object(self._restore_on_rank0() if mpirep.rank() == 0 else None, 0,
                                   name="mpirep.backup.resume")
         if resume and "error" in resume:
@@ -104,15 +136,30 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         if resume:
             broadcast_variables(self._variables, 0)
             if self._sharded:
-                _zero_checkpoint.load(model.optimizer, resume["optimizer_state"])
+                _zero_checkpoint.load(self._zero, resume["optimizer_state"])
             self._resume_at(resume["epoch"], resume["batch"])
         self._since_saved = 0
         self._watcher = SignalWatcher(parse_signals(mpirep.config().preemption_signals)).install()
 
+    def _check_accumulation_boundaries(self):
+        """A backup holds no gradients of micro-steps not yet applied (each rank's own), so
+        with accumulation every backup must fall where the optimizer has just applied."""
+        steps = accumulation_steps(self.model.optimizer)
+        if steps == 1:
+            return
+        every = self.params.get("steps") if self.save_freq == "epoch" else self.save_freq
+        if every is None or every % steps:
+            what = ("an epoch's steps" if self.save_freq == "epoch" else "save_freq")
+            raise ValueError(
+                f"BackupAndRestore (rank {mpirep.rank()}): the optimizer accumulates "
+                f"gradients over {steps} micro-steps, and {what} ({every}) is not a multiple of "
+                f"{steps}: a backup would lose the micro-steps' gradients not yet applied "
+                "(docs/preemption.md)")
+
     def _restore_on_rank0(self):
         if not os.path.exists(self._path):
             return None
-        optimizer_state = (len(_zero_checkpoint.plain_layout(self.model.optimizer))
+        optimizer_state = (len(_zero_checkpoint.plain_layout(self._zero))
                            if self._sharded else 0)
         with np.load(self._path) as saved:
             count = int(saved["count"])
@@ -151,11 +198,18 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
         def dropping(iterator):
             if self._to_skip:
                 next(iterator)
+                self._to_skip -= 1
                 return {}
             self.model.train_function = train_function
             return train_function(iterator)
 
         self.model.train_function = dropping
+
+    def _replays(self, hook):
+        """Whether the batch that fit's ``hook`` is about is one read only to drop."""
+        if hook == "on_train_batch_begin":
+            self._replaying = self._to_skip > 0
+        return self._replaying
 
     # --- backing up -------------------------------------------------------------------------
     def on_epoch_begin(self, epoch, logs=None):
@@ -164,12 +218,10 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
             self._batches_done = 0
 
     def on_train_batch_end(self, batch, logs=None):
-        if self._to_skip:
-            self._to_skip -= 1
-            return
         self._batches_done = batch + 1
         self._since_saved += 1
-        stop = self._watcher.should_stop()
+        # A stop waits for the optimizer to apply what it accumulated (at most N - 1 batches).
+        stop = self._watcher.should_stop() and not mid_accumulation(self.model.optimizer)
         if stop or (self.save_freq != "epoch" and self._since_saved >= self.save_freq):
             self._save(self._epoch, self._batches_done)
         if stop:
@@ -190,7 +242,7 @@ class BackupAndRestore(tf.keras.callbacks.Callback):
             epoch, batch = epoch + 1, 0
         values = [v.numpy() for v in self._variables] if mpirep.rank() == 0 else []
         if self._sharded:   # a collective: every rank gathers
-            values += _zero_checkpoint.full_state(self.model.optimizer)
+            values += _zero_checkpoint.full_state(self._zero)
         if mpirep.rank() != 0:
             return
         arrays = {f"v{i}": np.asarray(value) for i, value in enumerate(values)}

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import mpirep
 from mpirep.tensorflow._gradients import VariableSet
-from mpirep.tensorflow._trackables import optimizer_variables
+from mpirep.tensorflow._trackables import optimizer_variables, zero_optimizer
 from mpirep.tensorflow.functions import broadcast_variables
 from mpirep.tensorflow.keras import _jit
 from mpirep.tensorflow.keras.backup import BackupAndRestore  # noqa: F401
@@ -206,11 +206,10 @@ class BestModelCheckpoint(tf.keras.callbacks.ModelCheckpoint):
     def _save_model(self, *args, **kwargs):
         # Keras calls this on every rank at every save_freq point, whether or not it saves:
         # a ZeroRedundancyOptimizer's shards are gathered there on all ranks alike.
-        optimizer = getattr(self.model, "optimizer", None)
-        sharded = hasattr(optimizer, "gather_state")
-        if sharded:
-            optimizer.gather_state()
+        zero = zero_optimizer(getattr(self.model, "optimizer", None))
+        if zero is not None:
+            zero.gather_state()
         if mpirep.rank() == 0:
             super()._save_model(*args, **kwargs)
-        if sharded:
-            optimizer._mpirep_release_gathered_state()
+        if zero is not None:
+            zero._mpirep_release_gathered_state()

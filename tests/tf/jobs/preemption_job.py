@@ -50,8 +50,9 @@ def weights(model):
 
 
 class TrainedBatches(keras.callbacks.Callback):
-    """Records (epoch, batch) of every batch that stepped the optimizer; on ``signal_at``, this
-    rank sends itself SIGUSR1 as the batch begins."""
+    """Records (epoch, batch) of every batch that fit tells its callbacks of, marked "not
+    trained" where it did not step the optimizer (a batch replayed after a resume, say); on
+    ``signal_at``, this rank sends itself SIGUSR1 as the batch begins."""
 
     def __init__(self, trained, signal_at=None):
         super().__init__()
@@ -60,14 +61,23 @@ class TrainedBatches(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
 
+    def micro_steps(self):
+        """Keras 3 with gradient_accumulation_steps counts its steps in ``_iterations``."""
+        optimizer = self.model.optimizer
+        return int(getattr(optimizer, "_iterations", optimizer.iterations).numpy())
+
     def on_train_batch_begin(self, batch, logs=None):
-        self.before = int(self.model.optimizer.iterations.numpy())
+        self.before = self.micro_steps()
+        self.begun = (self.epoch, batch)
         if (self.epoch, batch) == self.signal_at:
             os.kill(os.getpid(), signal.SIGUSR1)
 
     def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) == self.before + 1:
+        assert self.begun == (self.epoch, batch), (self.begun, batch)
+        if self.micro_steps() == self.before + 1:
             self.trained.append((self.epoch, batch))
+        else:
+            self.trained.append(("not trained", self.epoch, batch))
 
 
 def fit(model, backup, trained, signal_at=None, **options):
@@ -136,6 +146,41 @@ def zero_optimizer_backs_up_its_whole_state():
     plain = compiled_model()
     fit(plain, copy, [])
     np.testing.assert_allclose(weights(plain), REFERENCE, rtol=1e-5, atol=1e-6)
+
+
+@check
+def a_stop_waits_for_the_accumulation_to_end():
+    """With accumulation over 2 passes (backward_passes_per_step, and Keras 3's
+    gradient_accumulation_steps), a signal during a batch after which one pass is accumulated
+    stops a batch later, once the optimizer has applied: the backup holds no rank's own
+    partial sums, and the resumed run ends bit-identical to an uninterrupted one."""
+    def passes(optimizer):
+        return hvd.DistributedOptimizer(optimizer, backward_passes_per_step=2)
+
+    def keras_steps(optimizer):
+        config = dict(optimizer.get_config(), gradient_accumulation_steps=2)
+        return hvd.DistributedOptimizer(type(optimizer).from_config(config))
+
+    wraps = [passes]
+    if hasattr(keras.optimizers.Adam(), "gradient_accumulation_steps"):
+        wraps.append(keras_steps)
+    for wrap in wraps:
+        uninterrupted_model = compiled_model(wrap)
+        fit(uninterrupted_model, SCRATCH / f"{wrap.__name__}-plain{R}", [])
+        backup = SCRATCH / wrap.__name__
+        trained = []
+        try:
+            fit(compiled_model(wrap), backup, trained, signal_at=(1, 2) if R == 1 else None)
+            raise AssertionError("fit went on after the signal")
+        except SystemExit as stopped:
+            assert stopped.code == EXIT_STATUS, stopped.code
+        assert trained == ALL_BATCHES[:ALL_BATCHES.index((1, 3)) + 1], (wrap.__name__, trained)
+        mpirep.barrier()
+        resumed = compiled_model(wrap)
+        fit(resumed, backup, trained)
+        assert trained == ALL_BATCHES, (wrap.__name__, trained)
+        assert weights(resumed).tobytes() == weights(uninterrupted_model).tobytes(), wrap.__name__
+        same_on_every_rank(hvd, weights(resumed))
 
 
 @check

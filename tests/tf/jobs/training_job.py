@@ -3,13 +3,15 @@ Model.fit, backward_passes_per_step, a custom tf.function loop, the callbacks, s
 Run under mpirun at any number of ranks."""
 
 import os
+import sys
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 import mpirep.tensorflow.keras as hvd
-from harness import check, run, same_on_every_rank
+from harness import check, expect_error, run, same_on_every_rank
+from mpirep._core_loader import core
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
@@ -101,6 +103,55 @@ def backward_passes_per_step_two():
     # As in Horovod, iterations counts every backward pass, applied or not.
     assert int(opt.iterations.numpy()) == steps, (int(opt.iterations.numpy()), steps)
     same_on_every_rank(hvd, weights(m))
+
+
+def tensors_submitted():
+    """How many tensors this rank has handed the core so far, negotiated or from its cache."""
+    stats = core().negotiation_stats()
+    return stats["requests_sent"] + stats["cached_tensors"]
+
+
+@check
+def keras_accumulation_reduces_once_per_n_micro_steps():
+    """Keras 3's gradient_accumulation_steps=2 under DistributedOptimizer and ZeRO: 4
+    micro-steps hand the core as many tensors as 2 steps without accumulation, and train as
+    one process does on the union of the ranks' data with the same accumulation. This pins
+    the Keras private state that mpirep/tensorflow/_keras_accumulation.py reads."""
+    if not hasattr(keras.optimizers.SGD(0.1), "gradient_accumulation_steps"):
+        # tf_keras and Keras 2 have no such option: Keras itself refuses it
+        expect_error(TypeError, lambda: keras.optimizers.Adam(0.01, gradient_accumulation_steps=2))
+        return
+    micro, batch = 4, 8
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(micro * N * batch, 8)).astype(np.float32)
+    y = np.sin(x[:, :1] + 0.5 * x[:, 1:2]).astype(np.float32)
+    mine = np.concatenate([np.arange(k * N * batch + R * batch, k * N * batch + (R + 1) * batch)
+                           for k in range(micro)])
+
+    def trained(wrap, rows, size, steps, accumulate, broadcast=False):
+        m = model(seed=800 + (R if broadcast else 0))
+        opt = keras.optimizers.Adam(0.02, gradient_accumulation_steps=accumulate)
+        m.compile(optimizer=wrap(opt), loss="mse")
+        before = tensors_submitted()
+        m.fit(x[rows][:steps * size], y[rows][:steps * size], batch_size=size, epochs=1,
+              shuffle=False, verbose=0,
+              callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)] if broadcast else [])
+        return weights(m), tensors_submitted() - before
+
+    reference, _ = trained(lambda o: o, np.arange(len(x)), N * batch, micro, 2)
+    for wrap in (hvd.DistributedOptimizer, hvd.ZeroRedundancyOptimizer):
+        accumulated, tensors = trained(wrap, mine, batch, micro, 2)
+        _, plain_tensors = trained(wrap, mine, batch, micro // 2, None)
+        assert tensors == plain_tensors > 0, (wrap.__name__, tensors, plain_tensors)
+        np.testing.assert_allclose(accumulated, reference, rtol=1e-5, atol=1e-6,
+                                   err_msg=wrap.__name__)
+        same_on_every_rank(hvd, accumulated)
+        # The callback broadcasts again after the first micro-step, when Keras's accumulators
+        # hold each rank's own gradients: it must leave them be.
+        broadcast, _ = trained(wrap, mine, batch, micro, 2, broadcast=True)
+        np.testing.assert_allclose(broadcast, reference, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{wrap.__name__} with the broadcast callback")
+        same_on_every_rank(hvd, broadcast)
 
 
 @check
@@ -230,4 +281,5 @@ def best_model_checkpoint_written_by_rank_zero():
     assert os.path.exists(path)
 
 
-run(hvd)
+# Arguments, if any, name the checks to run.
+run(hvd, only=lambda check: not sys.argv[1:] or check.__name__ in sys.argv[1:])

@@ -19,6 +19,7 @@ import tensorflow as tf
 import mpirep.tensorflow.keras as hvd
 from harness import check, expect_error, run, same_on_every_rank
 from mpirep.tensorflow import _zero_checkpoint
+from mpirep.tensorflow._trackables import optimizer_variables
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
@@ -134,7 +135,7 @@ def fit_matches(optimizers):
         plan = zero.shard_plan()
         itemsizes = [tf.as_dtype(v.dtype).size for v in zero_model.trainable_variables]
         assert mine == slots * plan.owned_bytes(itemsizes), (make.__name__, mine)
-        replicated = sum(v.numpy().nbytes for v in zero._mpirep_replicated_variables())
+        replicated = sum(v.numpy().nbytes for v in optimizer_variables(zero))
         total = all_bytes(dist) - replicated
         assert sum(hvd.allgather_object(mine)) == total, make.__name__
         largest = slots * max(n * s for n, s in zip(plan.sizes, itemsizes))
@@ -216,6 +217,27 @@ def backward_passes_per_step_matches_distributed_optimizer():
     same_on_every_rank(hvd, weights(zero_model))
     assert int(zero.iterations.numpy()) == int(dist.iterations.numpy()) == BATCHES
     assert int(zero._agg_helper.counter.numpy()) == 1
+
+
+@check
+def loss_scaled_shards_are_not_broadcast():
+    """Under mixed_float16 the loss-scale optimizer wraps ZeRO and lists its shards among its
+    own variables: the broadcast callback must leave them out (tf_keras: the feature matrix)."""
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        trained = {}
+        for wrap in (hvd.DistributedOptimizer, hvd.ZeroRedundancyOptimizer):
+            m = model()
+            m.compile(optimizer=wrap(adam()), loss="mse")
+            x, y = data()
+            m.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0,
+                  callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])
+            trained[wrap] = weights(m)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    np.testing.assert_allclose(trained[hvd.ZeroRedundancyOptimizer],
+                               trained[hvd.DistributedOptimizer], rtol=1e-3, atol=1e-3)
+    same_on_every_rank(hvd, trained[hvd.ZeroRedundancyOptimizer])
 
 
 @check
