@@ -37,9 +37,11 @@ class _Library:
 
 
 OPS = _Library("mpirep_tf_ops.so", ("bindings/tensorflow/mpirep_tf_ops.cc",
-                                    "bindings/tensorflow/tf_compat.h", "bindings/c_api.h",
+                                    "bindings/tensorflow/tf_compat.h",
+                                    "bindings/tensorflow/tf_dtypes.h", "bindings/c_api.h",
                                     "core/common.h"))
-XLA = _Library("mpirep_tf_xla.so", ("bindings/tensorflow/mpirep_tf_xla.cc", "bindings/c_api.h",
+XLA = _Library("mpirep_tf_xla.so", ("bindings/tensorflow/mpirep_tf_xla.cc",
+                                    "bindings/tensorflow/tf_dtypes.h", "bindings/c_api.h",
                                     "core/common.h"), xla=True)
 
 

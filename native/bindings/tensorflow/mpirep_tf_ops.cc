@@ -16,6 +16,7 @@
 #include "bindings/c_api.h"
 #include "core/common.h"
 #include "tf_compat.h"
+#include "tf_dtypes.h"
 #include "tensorflow/core/framework/cancellation.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -35,19 +36,6 @@ std::atomic<const mpirep_api*> g_api{nullptr};
 
 // The core insists on a real address even for an empty buffer.
 char g_empty_buffer[1];
-
-// The dtype names of common.h are numpy's, which TensorFlow's parser accepts too.
-bool CoreDataType(tensorflow::DataType dtype, mpirep::DataType* out) {
-  tensorflow::DataType named;
-#define MPIREP_TF_DTYPE_CASE(name, py, size)                                      \
-  if (tensorflow::DataTypeFromString(#py, &named) && named == dtype) {          \
-    *out = mpirep::DataType::name;                                              \
-    return true;                                                                \
-  }
-  MPIREP_DTYPES(MPIREP_TF_DTYPE_CASE)
-#undef MPIREP_TF_DTYPE_CASE
-  return false;
-}
 
 // "T: {uint8, int8, ...}": every dtype of common.h.
 std::string DtypeAttr() {

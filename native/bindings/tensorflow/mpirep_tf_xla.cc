@@ -28,6 +28,7 @@
 
 #include "bindings/c_api.h"
 #include "core/common.h"
+#include "tf_dtypes.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "tensorflow/core/framework/op.h"
@@ -47,23 +48,12 @@ namespace mpirep_xla {
 namespace {
 
 namespace ffi = xla::ffi;
+using mpirep_tf::CoreDataType;
 
 std::atomic<const mpirep_api*> g_api{nullptr};
 char g_empty_buffer[1];  // the core insists on a real address even for an empty buffer
 
 constexpr char kTarget[] = "mpirep_collective";
-
-bool CoreDataType(tensorflow::DataType dtype, mpirep::DataType* out) {
-  tensorflow::DataType named;
-#define MPIREP_XLA_DTYPE_CASE(name, py, size)                            \
-  if (tensorflow::DataTypeFromString(#py, &named) && named == dtype) { \
-    *out = mpirep::DataType::name;                                     \
-    return true;                                                       \
-  }
-  MPIREP_DTYPES(MPIREP_XLA_DTYPE_CASE)
-#undef MPIREP_XLA_DTYPE_CASE
-  return false;
-}
 
 // The backend config carries one string attribute; hex keeps names of any bytes out of the
 // attribute syntax's quoting rules.
