@@ -4,8 +4,8 @@ shows them, written by dev/keras-matrix-doc). Imports neither TensorFlow nor mpi
 
 A case is a dict over DIMENSIONS; the Keras flavour (keras3, tf_keras, or keras2 under
 TensorFlow < 2.16) is the job's, not the case's. A new dimension is one line in DIMENSIONS (its
-first value is what cases without it mean) and its effect in the job; the job already reads
-"jit" (``"jit": (False, True)`` compiles fit's step and the tape's with XLA).
+first value is what cases without it mean) and its effect in the job; "jit" compiles fit's
+step and the tape's with XLA.
 """
 
 import itertools
@@ -18,6 +18,7 @@ DIMENSIONS = {
     "metric_average": (False, True),
     "warmup": (False, True),
     "backup": (False, True),
+    "jit": (False, True),
 }
 # The rank counts of dev/test's jobs, a dimension of the covering array: each of its cases runs
 # at one of them (the full product at every one).
@@ -25,6 +26,10 @@ RANKS = (2, 3)
 FIT_CALLBACKS = ("metric_average", "warmup", "backup")
 # Keras flavours without Keras 3's gradient_accumulation_steps.
 WITHOUT_KERAS_ACCUMULATION = ("tf_keras", "keras2")
+# Flavours whose TensorFlow (before 2.16) lacks the XLA FFI that mpirep's XLA kernels need: there
+# the callbacks turn jit_compile off (docs/tensorflow.md, "XLA and GPU nodes"), which is the
+# non-jit case again.
+WITHOUT_XLA_KERNELS = ("keras2",)
 
 
 def not_a_combination(case, flavour):
@@ -36,6 +41,10 @@ def not_a_combination(case, flavour):
             return "DistributedGradientTape has no backward_passes_per_step"
     if case["accumulation"] == "gradient_accumulation_steps" and \
             flavour in WITHOUT_KERAS_ACCUMULATION:
+        return "refused: see REFUSALS"
+    if case["jit"] and flavour in WITHOUT_XLA_KERNELS:
+        return "no XLA kernels on this TensorFlow: the same as without jit"
+    if case["jit"] and case["training"] == "ZeroRedundancyOptimizer":
         return "refused: see REFUSALS"
     return None
 
@@ -53,6 +62,9 @@ REFUSALS = [
                                                                      "keras2"),
      dict(accumulation="backward_passes_per_step", backup=True, save_freq=3),
      "the start of fit", "ValueError", "is not a multiple of 2"),
+    ("ZeroRedundancyOptimizer in an XLA-compiled step", ("keras3", "tf_keras"),
+     dict(training="ZeroRedundancyOptimizer", jit=True), "the first step, traced for XLA",
+     "XlaCollectiveError", "reducescatter cannot be compiled by XLA"),
 ]
 
 

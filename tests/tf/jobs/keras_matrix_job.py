@@ -65,7 +65,7 @@ def weights(model):
 
 
 def jit(case):
-    """XLA, for a "jit" dimension in keras_matrix.DIMENSIONS (not there yet: off)."""
+    """Whether the case compiles its step with XLA."""
     return case.get("jit", False)
 
 
