@@ -38,10 +38,10 @@ class _Library:
 
 OPS = _Library("mpirep_tf_ops.so", ("bindings/tensorflow/mpirep_tf_ops.cc",
                                     "bindings/tensorflow/tf_compat.h",
-                                    "bindings/tensorflow/tf_dtypes.h", "bindings/c_api.h",
+                                    "bindings/tensorflow/tf_core_link.h", "bindings/c_api.h",
                                     "core/common.h"))
 XLA = _Library("mpirep_tf_xla.so", ("bindings/tensorflow/mpirep_tf_xla.cc",
-                                    "bindings/tensorflow/tf_dtypes.h", "bindings/c_api.h",
+                                    "bindings/tensorflow/tf_core_link.h", "bindings/c_api.h",
                                     "core/common.h"), xla=True)
 
 

@@ -16,7 +16,7 @@
 #include "bindings/c_api.h"
 #include "core/common.h"
 #include "tf_compat.h"
-#include "tf_dtypes.h"
+#include "tf_core_link.h"
 #include "tensorflow/core/framework/cancellation.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -31,11 +31,6 @@ using tensorflow::OpKernelContext;
 using tensorflow::Tensor;
 using tensorflow::TensorShape;
 using tensorflow::shape_inference::InferenceContext;
-
-std::atomic<const mpirep_api*> g_api{nullptr};
-
-// The core insists on a real address even for an empty buffer.
-char g_empty_buffer[1];
 
 // "T: {uint8, int8, ...}": every dtype of common.h.
 std::string DtypeAttr() {
@@ -84,7 +79,7 @@ class PooledBuffer : public tensorflow::TensorBuffer {
 
  private:
   // The table outlives every tensor: the core's library stays loaded.
-  ~PooledBuffer() override { g_api.load()->put_output_buffer(data(), capacity_); }
+  ~PooledBuffer() override { g_core_api.load()->put_output_buffer(data(), capacity_); }
   size_t bytes_;
   size_t capacity_;
 };
@@ -172,7 +167,7 @@ void* AllocateOutput(void* user, int ndim, const int64_t* dims) {
   }
   if (bytes >= kPoolMinBytes) {
     size_t capacity = 0;
-    void* data = g_api.load()->get_output_buffer(bytes, &capacity);
+    void* data = g_core_api.load()->get_output_buffer(bytes, &capacity);
     if (data == nullptr) return nullptr;
     auto* buffer = new PooledBuffer(data, bytes, capacity);
     Tensor pooled(op.dtype, shape, buffer);
@@ -225,7 +220,7 @@ class CollectiveOp : public AsyncOpKernel {
   bool IsExpensive() override { return false; }
 
   void ComputeAsync(OpKernelContext* context, DoneCallback done) override {
-    const mpirep_api* api = g_api.load();
+    const mpirep_api* api = g_core_api.load();
     OP_REQUIRES_ASYNC(context, api != nullptr && api->is_initialized(),
                       TfStatus(static_cast<int>(mpirep::StatusCode::NOT_INITIALIZED),
                                "mpirep is not initialised: call mpirep.tensorflow.init() first"),
@@ -345,8 +340,5 @@ extern "C" __attribute__((visibility("default"))) int mpirep_tf_api_version() {
 
 // Takes the core's function table; returns 0, or the core's API version when it is not ours.
 extern "C" __attribute__((visibility("default"))) int mpirep_tf_set_api(const void* table) {
-  const auto* api = static_cast<const mpirep_api*>(table);
-  if (api->version != MPIREP_API_VERSION) return api->version;
-  mpirep_tf::g_api.store(api);
-  return 0;
+  return mpirep_tf::AdoptCoreApi(table);
 }

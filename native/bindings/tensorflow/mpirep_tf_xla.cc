@@ -28,7 +28,7 @@
 
 #include "bindings/c_api.h"
 #include "core/common.h"
-#include "tf_dtypes.h"
+#include "tf_core_link.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "tensorflow/core/framework/op.h"
@@ -49,9 +49,8 @@ namespace {
 
 namespace ffi = xla::ffi;
 using mpirep_tf::CoreDataType;
-
-std::atomic<const mpirep_api*> g_api{nullptr};
-char g_empty_buffer[1];  // the core insists on a real address even for an empty buffer
+using mpirep_tf::g_core_api;
+using mpirep_tf::g_empty_buffer;
 
 constexpr char kTarget[] = "mpirep_collective";
 
@@ -184,7 +183,7 @@ ffi::ErrorCode ErrorCodeOf(int status) {
 }
 
 ffi::Error Run(ffi::RemainingArgs args, ffi::RemainingRets rets, std::string_view config_hex) {
-  const mpirep_api* api = g_api.load();
+  const mpirep_api* api = g_core_api.load();
   if (api == nullptr || !api->is_initialized()) {
     return ffi::Error(ErrorCodeOf(static_cast<int>(mpirep::StatusCode::NOT_INITIALIZED)),
                       "mpirep is not initialised: call mpirep.tensorflow.init() first");
@@ -358,8 +357,5 @@ extern "C" __attribute__((visibility("default"))) int mpirep_tf_xla_api_version(
 }
 
 extern "C" __attribute__((visibility("default"))) int mpirep_tf_xla_set_api(const void* table) {
-  const auto* api = static_cast<const mpirep_api*>(table);
-  if (api->version != MPIREP_API_VERSION) return api->version;
-  mpirep_xla::g_api.store(api);
-  return 0;
+  return mpirep_tf::AdoptCoreApi(table);
 }
